@@ -1,0 +1,35 @@
+/* memsnap error codes.
+ *
+ * Library functions return 0 (MS_OK) or a negative ms_status; they never print or exit.
+ * The detail of the most recent failure on the calling thread (which file, which offset,
+ * which option) is kept in a thread-local buffer, like dlerror(): ms_error_message().
+ */
+#ifndef MEMSNAP_ERROR_H
+#define MEMSNAP_ERROR_H
+
+#include <stdarg.h>
+
+typedef enum ms_status {
+  MS_OK = 0,
+  MS_ERR_IO = -1,          /* open/read/write failed (errno in the message) */
+  MS_ERR_FORMAT = -2,      /* malformed or corrupt input; message names file and offset */
+  MS_ERR_NOMEM = -3,       /* allocation failed */
+  MS_ERR_ARG = -4,         /* bad argument or option; message names it */
+  MS_ERR_UNSUPPORTED = -5, /* valid but not handled (e.g. a newer format version) */
+  MS_ERR_CHILD = -6,       /* the observed program or the capture tool failed to start */
+  MS_ERR_TRUNCATED = -7,   /* input ends before it should; message names file and offset */
+} ms_status;
+
+/* A short constant name for a status ("format error", ...). */
+const char *ms_status_name(int status);
+
+/* Records a detailed message for the calling thread and returns `status`, so that
+ * failing paths read `return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: bad magic", ...)`. */
+int ms_error_set(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));
+int ms_error_setv(int status, const char *format, va_list args);
+
+/* The calling thread's last detailed message, or the status name if none was set. */
+const char *ms_error_message(void);
+void ms_error_clear(void);
+
+#endif

@@ -1,0 +1,8 @@
+/* memsnap: observe, represent, characterize and imitate the memory accesses of programs. */
+#ifndef MEMSNAP_H
+#define MEMSNAP_H
+#include "memsnap/access.h"
+#include "memsnap/error.h"
+#include "memsnap/sites.h"
+#include "memsnap/stream.h"
+#endif

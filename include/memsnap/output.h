@@ -1,0 +1,24 @@
+/* Atomic output files: write to a temporary name beside the target, then rename.
+ *
+ * A reader never sees a half-written output: until ms_output_commit succeeds the target
+ * keeps its old contents (or does not exist); ms_output_abort removes the temporary.
+ * "-" means standard output (no rename, committed by flushing).
+ */
+#ifndef MEMSNAP_OUTPUT_H
+#define MEMSNAP_OUTPUT_H
+
+#include <stdio.h>
+
+typedef struct ms_output {
+  FILE *file;        /* write here */
+  char *path;        /* target path */
+  char *temp_path;   /* temporary path, NULL for stdout */
+} ms_output;
+
+int ms_output_open(ms_output *out, const char *path);
+/* Flushes, fsyncs, closes and renames onto the target. On failure the temporary is removed. */
+int ms_output_commit(ms_output *out);
+/* Closes and removes the temporary. Safe to call after commit (does nothing then). */
+void ms_output_abort(ms_output *out);
+
+#endif

@@ -1,0 +1,58 @@
+/* Trace files: the .mtr format (docs/formats.md), Valgrind Lackey text, DineroIV din.
+ *
+ * Readers are sources, writers are sinks (memsnap/stream.h). All readers stream in
+ * constant memory; all writers write through ms_output (temporary name, then rename), so
+ * a failed or interrupted conversion never leaves a half-written file. Errors name the
+ * file and the byte offset (or line) where the input went wrong.
+ */
+#ifndef MEMSNAP_TRACE_H
+#define MEMSNAP_TRACE_H
+
+#include <stdint.h>
+
+#include "memsnap/stream.h"
+
+typedef enum ms_trace_format {
+  MS_FORMAT_UNKNOWN = 0,
+  MS_FORMAT_MTR,
+  MS_FORMAT_LACKEY,
+  MS_FORMAT_DIN,
+} ms_trace_format;
+
+/* Detects the format of a file from its first bytes (the .mtr magic, else the shape of
+ * the first non-comment line), falling back to the extension. */
+ms_trace_format ms_trace_detect(const char *path);
+/* Format named by a path's extension (.mtr, .lackey, .din), or MS_FORMAT_UNKNOWN. */
+ms_trace_format ms_trace_format_from_extension(const char *path);
+const char *ms_trace_format_name(ms_trace_format format);
+
+/* Opens any supported trace as a source (format detected). */
+int ms_trace_open(const char *path, ms_source **out);
+/* Creates a writer sink for `format` at `path` ("-" for standard output, din only). */
+int ms_trace_sink_new(const char *path, ms_trace_format format, ms_sink **out);
+
+/* .mtr */
+int ms_mtr_open(const char *path, ms_source **out); /* supports ms_source_seek */
+int ms_mtr_sink_new(const char *path, ms_sink **out);
+
+typedef struct ms_mtr_stat {
+  uint32_t version;
+  uint64_t access_count;
+  uint64_t chunk_count;
+  uint64_t file_bytes;
+  uint64_t counts_by_kind[3]; /* load, store, modify */
+  int truncated;              /* MS_STREAM_TRUNCATED set in the trailer */
+} ms_mtr_stat;
+/* Reads the header and trailer only (no decompression of chunks). Fills `info` (caller
+ * calls ms_stream_info_clear) when non-NULL. */
+int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info);
+
+/* Valgrind Lackey --trace-mem=yes text: " L addr,size", " S ...", " M ...", "I ..." lines
+ * (instruction lines are skipped, other "==pid==" lines ignored). */
+int ms_lackey_open(const char *path, ms_source **out);
+/* DineroIV din: "label address [size]" per line; label 0 read, 1 write, 2 ifetch (skipped),
+ * 3 escape, 4 flush (ignored). A modify is written as a read then a write. */
+int ms_din_open(const char *path, ms_source **out);
+int ms_din_sink_new(const char *path, ms_sink **out);
+
+#endif

@@ -1,0 +1,204 @@
+/* Site table (see memsnap/sites.h).
+ *
+ * Model: a dense array of sites in order of addition, plus an open-addressing hash from pc
+ * to the first id with that pc (load factor <= 1/2). Object paths repeat across sites, so
+ * they are interned in a small list; other strings are copied per site. Source locations
+ * come from elfutils libdw, opened offline on the object file: the run-time pc minus the
+ * object's load bias is the link-time address that its symbols and line table use.
+ */
+#include "memsnap/sites.h"
+
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+
+struct ms_site_table {
+  ms_site *sites;
+  uint32_t count, capacity;
+  int64_t *slots; /* hash of pc -> id, -1 empty */
+  uint32_t slot_count;
+  char **objects; /* interned object paths */
+  uint32_t object_count;
+};
+
+ms_site_table *ms_site_table_new(void) { return calloc(1, sizeof(ms_site_table)); }
+
+void ms_site_table_free(ms_site_table *table) {
+  if (!table) return;
+  for (uint32_t i = 0; i < table->count; i++) {
+    free((char *)table->sites[i].function);
+    free((char *)table->sites[i].file);
+  }
+  for (uint32_t i = 0; i < table->object_count; i++) free(table->objects[i]);
+  free(table->objects);
+  free(table->sites);
+  free(table->slots);
+  free(table);
+}
+
+uint32_t ms_site_table_count(const ms_site_table *table) { return table->count; }
+
+const ms_site *ms_site_table_get(const ms_site_table *table, uint32_t id) {
+  return id < table->count ? &table->sites[id] : NULL;
+}
+
+static inline uint32_t hash_pc(uint64_t pc, uint32_t slot_count) {
+  return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32) & (slot_count - 1);
+}
+
+static int rehash(ms_site_table *table, uint32_t slot_count) {
+  int64_t *slots = malloc(slot_count * sizeof *slots);
+  if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
+  for (uint32_t i = 0; i < slot_count; i++) slots[i] = -1;
+  for (uint32_t id = 0; id < table->count; id++) {
+    uint32_t s = hash_pc(table->sites[id].pc, slot_count);
+    while (slots[s] >= 0) {
+      if (table->sites[slots[s]].pc == table->sites[id].pc) goto next; /* keep the first */
+      s = (s + 1) & (slot_count - 1);
+    }
+    slots[s] = id;
+  next:;
+  }
+  free(table->slots);
+  table->slots = slots;
+  table->slot_count = slot_count;
+  return MS_OK;
+}
+
+int64_t ms_site_table_find(const ms_site_table *table, uint64_t pc) {
+  if (!table->slot_count) return -1;
+  for (uint32_t s = hash_pc(pc, table->slot_count);; s = (s + 1) & (table->slot_count - 1)) {
+    int64_t id = table->slots[s];
+    if (id < 0) return -1;
+    if (table->sites[id].pc == pc) return id;
+  }
+}
+
+static const char *intern_object(ms_site_table *table, const char *object) {
+  if (!object) return NULL;
+  for (uint32_t i = 0; i < table->object_count; i++)
+    if (strcmp(table->objects[i], object) == 0) return table->objects[i];
+  char **objects = realloc(table->objects, (table->object_count + 1) * sizeof *objects);
+  if (!objects) return NULL;
+  table->objects = objects;
+  char *copy = strdup(object);
+  if (copy) objects[table->object_count++] = copy;
+  return copy;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+int64_t ms_site_table_add(ms_site_table *table, uint64_t pc, const char *object,
+                          const char *function, const char *file, uint32_t line) {
+  if (table->count == UINT32_MAX - 1)
+    return ms_error_set(MS_ERR_ARG, "too many sites (limit %u)", UINT32_MAX - 1);
+  if (table->count == table->capacity) {
+    uint32_t capacity = table->capacity ? table->capacity * 2 : 64;
+    ms_site *sites = realloc(table->sites, capacity * sizeof *sites);
+    if (!sites) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
+    table->sites = sites;
+    table->capacity = capacity;
+  }
+  ms_site *site = &table->sites[table->count];
+  site->pc = pc;
+  site->object = intern_object(table, object);
+  site->function = dup_or_null(function);
+  site->file = dup_or_null(file);
+  site->line = line;
+  if ((object && !site->object) || (function && !site->function) || (file && !site->file)) {
+    free((char *)site->function);
+    free((char *)site->file);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
+  }
+  uint32_t id = table->count++;
+  if (2 * table->count > table->slot_count) {
+    int rc = rehash(table, table->slot_count ? table->slot_count * 2 : 128);
+    if (rc < 0) {
+      table->count--;
+      return rc;
+    }
+  } else {
+    uint32_t s = hash_pc(pc, table->slot_count);
+    while (table->slots[s] >= 0) {
+      if (table->sites[table->slots[s]].pc == pc) return id; /* an earlier id keeps the slot */
+      s = (s + 1) & (table->slot_count - 1);
+    }
+    table->slots[s] = id;
+  }
+  return id;
+}
+
+int ms_site_table_set_location(ms_site_table *table, uint32_t id, const char *function,
+                               const char *file, uint32_t line) {
+  if (id >= table->count) return ms_error_set(MS_ERR_ARG, "site %u out of range", id);
+  ms_site *site = &table->sites[id];
+  char *new_function = dup_or_null(function), *new_file = dup_or_null(file);
+  if ((function && !new_function) || (file && !new_file)) {
+    free(new_function);
+    free(new_file);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
+  }
+  free((char *)site->function);
+  free((char *)site->file);
+  site->function = new_function;
+  site->file = new_file;
+  site->line = line;
+  return MS_OK;
+}
+
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_t load_bias) {
+  Dwfl *dwfl = dwfl_begin(&offline_callbacks);
+  if (!dwfl) return ms_error_set(MS_ERR_NOMEM, "libdw: %s", dwfl_errmsg(-1));
+  Dwfl_Module *module = dwfl_report_offline(dwfl, "", object_path, -1);
+  if (!module) {
+    int rc = ms_error_set(MS_ERR_IO, "%s: cannot read symbols: %s", object_path, dwfl_errmsg(-1));
+    dwfl_end(dwfl);
+    return rc;
+  }
+  dwfl_report_end(dwfl, NULL, NULL);
+  Dwarf_Addr module_base = 0;
+  dwfl_module_info(module, NULL, &module_base, NULL, NULL, NULL, NULL, NULL);
+  int resolved = 0;
+  for (uint32_t id = 0; id < table->count; id++) {
+    ms_site *site = &table->sites[id];
+    if (!site->object || strcmp(site->object, object_path) != 0) continue;
+    if (site->function && site->line) continue;
+    Dwarf_Addr address = site->pc - load_bias + module_base;
+    const char *function = dwfl_module_addrname(module, address);
+    const char *file = NULL;
+    int line = 0;
+    Dwfl_Line *line_info = dwfl_module_getsrc(module, address);
+    if (line_info) file = dwfl_lineinfo(line_info, NULL, &line, NULL, NULL, NULL);
+    if (!function && !file) continue;
+    if (ms_site_table_set_location(table, id, function ? function : site->function,
+                                   file ? file : site->file, line > 0 ? (uint32_t)line : 0) < 0)
+      break;
+    resolved++;
+  }
+  dwfl_end(dwfl);
+  return resolved;
+}
+
+const char *ms_site_describe(const ms_site *site, char *buf, size_t size) {
+  if (!site) {
+    snprintf(buf, size, "(unknown site)");
+  } else if (site->function && site->file) {
+    const char *base = strrchr(site->file, '/');
+    snprintf(buf, size, "%s (%s:%u)", site->function, base ? base + 1 : site->file, site->line);
+  } else if (site->function) {
+    snprintf(buf, size, "%s (0x%" PRIx64 ")", site->function, site->pc);
+  } else {
+    snprintf(buf, size, "0x%" PRIx64, site->pc);
+  }
+  return buf;
+}

@@ -1,0 +1,97 @@
+/* Shared command-line pieces (see cli.h). */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/capture.h"
+#include "memsnap/trace.h"
+
+void cli_error(const char *command, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  fprintf(stderr, "memsnap %s: ", command);
+  vfprintf(stderr, format, args);
+  fputc('\n', stderr);
+  va_end(args);
+}
+
+int cli_fail(const char *command) {
+  cli_error(command, "%s", ms_error_message());
+  return 1;
+}
+
+void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
+  memset(out, 0, sizeof *out);
+  int first = optind;
+  /* getopt_long consumed a `--` if it stopped on one */
+  if (optind > 1 && optind <= argc && strcmp(argv[optind - 1], "--") == 0) {
+    out->program_argc = argc - optind;
+    out->program_argv = argv + optind;
+    return;
+  }
+  int i = first;
+  while (i < argc && strcmp(argv[i], "--") != 0) i++;
+  out->count = i - first;
+  out->paths = argv + first;
+  if (i < argc) {
+    out->program_argc = argc - i - 1;
+    out->program_argv = argv + i + 1;
+  }
+}
+
+ms_source *cli_open_source(const char *command, const char *path, int program_argc,
+                           char **program_argv) {
+  ms_source *source = NULL;
+  int rc;
+  if (program_argc > 0) {
+    ms_capture_options options = {.tool_dir = NULL, .quiet = 1};
+    rc = ms_capture_open(&options, program_argc, program_argv, &source);
+  } else if (path) {
+    rc = ms_trace_open(path, &source);
+  } else {
+    cli_error(command, "no input: give a trace file or -- PROGRAM ARGS");
+    return NULL;
+  }
+  if (rc < 0) {
+    cli_fail(command);
+    return NULL;
+  }
+  return source;
+}
+
+int cli_program_status(const ms_source *source) {
+  const ms_stream_info *info = ms_source_info(source);
+  if (!info->capture || info->exit_status < 0) return 0;
+  return strcmp(info->capture, "valgrind") == 0 || strcmp(info->capture, "rt") == 0
+             ? info->exit_status
+             : 0;
+}
+
+int cli_parse_count(const char *text, uint64_t *value) {
+  errno = 0;
+  char *end;
+  if (!isdigit((unsigned char)text[0])) return -1;
+  unsigned long long number = strtoull(text, &end, 10);
+  if (errno) return -1;
+  uint64_t scale = 1;
+  if (*end) {
+    int binary = end[1] == 'i';
+    uint64_t base = binary ? 1024 : 1000;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': scale = base; break;
+    case 'M': scale = base * base; break;
+    case 'G': scale = base * base * base; break;
+    case 'T': scale = base * base * base * base; break;
+    default: return -1;
+    }
+    if (end[1 + binary] != '\0') return -1;
+  }
+  if (number > UINT64_MAX / scale) return -1;
+  *value = number * scale;
+  return 0;
+}

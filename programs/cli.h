@@ -1,0 +1,48 @@
+/* Shared pieces of the memsnap command-line program: messages, option helpers, and the
+ * opening of any source of accesses (a trace file of any supported format, or a live
+ * program after `--`). Only programs/ prints or exits; lib/ returns statuses. */
+#ifndef MEMSNAP_CLI_H
+#define MEMSNAP_CLI_H
+
+#include <stdint.h>
+
+#include "memsnap/memsnap.h"
+
+/* Every subcommand: int cmd_NAME(int argc, char **argv), argv[0] is the subcommand name.
+ * Returns the process exit status. */
+int cmd_record(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_hierarchies(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+
+/* "memsnap CMD: message\n" on stderr. */
+void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Prints ms_error_message() after the command name; returns 1 (a failing exit status). */
+int cli_fail(const char *command);
+
+/* After getopt_long: splits the remaining arguments into inputs (before `--`) and the
+ * program to observe (after `--`). getopt_long must have been given a "+"-prefixed option
+ * string, so that it stops at `--` or at the first non-option. */
+typedef struct cli_inputs {
+  int count;        /* positional arguments before `--` */
+  char **paths;
+  int program_argc; /* 0 if no `--` */
+  char **program_argv;
+} cli_inputs;
+void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out);
+
+/* Opens a trace file (format detected from its contents) or, when program_argc > 0,
+ * starts the program under observation. Prints the error and returns NULL on failure. */
+ms_source *cli_open_source(const char *command, const char *path, int program_argc,
+                           char **program_argv);
+
+/* Exit status to pass through for a live program (0 for files). */
+int cli_program_status(const ms_source *source);
+
+/* Parses a count such as 20, 4k, 1M, 2G (powers of 1000 for k/M/G, 1024 for Ki/Mi/Gi).
+ * Returns 0 or -1 on a malformed value. */
+int cli_parse_count(const char *text, uint64_t *value);
+
+#endif

@@ -1,0 +1,47 @@
+/* memsnap: the command-line program. One file per subcommand; this one dispatches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"record", cmd_record, "observe a program and write its accesses to a .mtr trace"},
+    {"info", cmd_info, "describe a trace: program, threads, accesses, sites, size"},
+    {"dump", cmd_dump, "print accesses as text or DineroIV din"},
+    {"convert", cmd_convert, "convert between .mtr, Lackey and din traces"},
+    {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
+    {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: memsnap COMMAND [OPTIONS] [INPUT | -- PROGRAM ARGS...]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nInputs: a trace (.mtr, Lackey --trace-mem=yes text, din), or -- PROGRAM ARGS\n"
+               "to observe a program live. `memsnap COMMAND --help` for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("memsnap %s\n", MEMSNAP_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "memsnap: unknown command '%s' (memsnap --help lists them)\n", argv[1]);
+  return 2;
+}
