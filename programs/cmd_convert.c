@@ -1,0 +1,7 @@
+/* Placeholder until the convert subcommand lands this session. */
+#include "cli.h"
+int cmd_convert(int argc, char **argv) {
+  (void)argc;
+  cli_error(argv[0], "not built yet");
+  return 1;
+}

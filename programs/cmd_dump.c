@@ -1,0 +1,7 @@
+/* Placeholder until the dump subcommand lands this session. */
+#include "cli.h"
+int cmd_dump(int argc, char **argv) {
+  (void)argc;
+  cli_error(argv[0], "not built yet");
+  return 1;
+}
