@@ -1,0 +1,73 @@
+/* Helpers for end-to-end tests: temporary folders, running commands, reading files,
+ * and the locations of the build (MEMSNAP_BUILD_DIR) and of the CLI (MEMSNAP). */
+#ifndef MEMSNAP_TESTUTIL_H
+#define MEMSNAP_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static inline const char *test_env(const char *name) {
+  const char *value = getenv(name);
+  if (!value) {
+    fprintf(stderr, "test: environment variable %s is not set (run through ctest)\n", name);
+    exit(1);
+  }
+  return value;
+}
+
+/* Path of a kernel built in tests/programs/. */
+static inline const char *test_kernel(const char *name, char *buf, size_t size) {
+  snprintf(buf, size, "%s/tests/programs/%s", test_env("MEMSNAP_BUILD_DIR"), name);
+  return buf;
+}
+
+static inline char *test_tempdir(void) {
+  char *dir = strdup("/tmp/memsnap-test-XXXXXX");
+  if (!dir || !mkdtemp(dir)) abort();
+  return dir;
+}
+
+static inline void test_rmdir(char *dir) {
+  char command[512];
+  snprintf(command, sizeof command, "rm -rf '%s'", dir);
+  if (system(command) != 0) fprintf(stderr, "test: cannot remove %s\n", dir);
+  free(dir);
+}
+
+/* Runs a shell command built from a format; returns its exit status (128+signal if killed,
+ * -1 if it could not run). */
+static inline int test_run(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static inline int test_run(const char *format, ...) {
+  char command[8192];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(command, sizeof command, format, args);
+  va_end(args);
+  int status = system(command);
+  if (status == -1) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+/* The whole file as a NUL-terminated string (NULL if it cannot be read). */
+static inline char *test_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)size + 1);
+  if (text && fread(text, 1, (size_t)size, f) != (size_t)size) {
+    free(text);
+    text = NULL;
+  }
+  if (text) text[size] = '\0';
+  fclose(f);
+  return text;
+}
+
+#endif
