@@ -19,9 +19,9 @@ trap 'rm -rf "$work"' EXIT
 cases=(
   "stream_add 2000000"
   "matmul 200"
-  "stencil2d 400 10"
+  "stencil2d 600"
   "gather 1000000"
-  "linked_list 300000 4"
+  "linked_list 300000"
 )
 regular="stream_add matmul stencil2d"
 

@@ -1,7 +1,187 @@
-/* Placeholder until the sim subcommand lands this session. */
+/* memsnap sim --hierarchy H [--hierarchy H2 ...] [--all-catalog] [--policy P] [--seed N]
+ *              [--write-through] [--model memsnap|cachegrind] [--top N] [--json]
+ *              (TRACE | -- PROGRAM ARGS...)
+ *
+ * Simulates every given hierarchy in one pass over the accesses of a trace or of a live
+ * program, and reports per hierarchy and level the accesses, hits, misses and hit rate,
+ * their load/store/modify and per-thread splits, and the sites with most misses.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "memsnap/cache.h"
+
+static void usage(FILE *to) {
+  fprintf(to,
+          "usage: memsnap sim --hierarchy H [--hierarchy H ...] [OPTIONS] (TRACE | -- PROGRAM ARGS...)\n"
+          "  -H, --hierarchy H   a catalog name (memsnap hierarchies) or size/line/assoc[,...],\n"
+          "                      sizes with k or M suffixes: 32k/64/8,256k/64/8 (repeatable)\n"
+          "  --all-catalog       every hierarchy of the catalog\n"
+          "  --policy P          replacement: lru (default), fifo, random, plru\n"
+          "  --seed N            seed of the random policy (default 1)\n"
+          "  --write-through     write-through no-allocate (default write-back write-allocate)\n"
+          "  --model M           memsnap (default: each line an access spans is an access)\n"
+          "                      or cachegrind (Cachegrind 3.19's accounting)\n"
+          "  --top N             sites with most misses to list per level (default 10)\n"
+          "  --json              JSON report\n");
+}
+
+typedef struct sim_options {
+  const char **names;
+  int name_count;
+  int all_catalog;
+  ms_cache_policy policy;
+  uint64_t seed;
+  ms_cache_write_policy write_policy;
+  ms_cache_model model;
+  int top;
+  int json;
+} sim_options;
+
+/* The configurations to simulate, or NULL after printing why not. */
+static ms_hierarchy_config *build_configs(const char *command, const sim_options *options,
+                                          int *count) {
+  int catalog = options->all_catalog ? ms_hierarchy_catalog_count() : 0;
+  *count = options->name_count + catalog;
+  ms_hierarchy_config *configs = calloc((size_t)*count, sizeof *configs);
+  if (!configs) {
+    cli_error(command, "out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < *count; i++) {
+    const char *name =
+        i < options->name_count ? options->names[i] : ms_hierarchy_catalog_get(i - options->name_count)->name;
+    ms_hierarchy_config *config = &configs[i];
+    int rc = ms_hierarchy_parse(name, config);
+    for (int l = 0; rc == MS_OK && l < config->level_count; l++) config->levels[l].policy = options->policy;
+    config->write_policy = options->write_policy;
+    config->model = options->model;
+    config->seed = options->seed;
+    if (rc == MS_OK) rc = ms_hierarchy_config_check(config);
+    if (rc < 0) {
+      cli_fail(command);
+      free(configs);
+      return NULL;
+    }
+  }
+  return configs;
+}
+
+static int parse_options(int argc, char **argv, sim_options *options) {
+  static const struct option long_options[] = {
+      {"hierarchy", required_argument, NULL, 'H'}, {"all-catalog", no_argument, NULL, 'a'},
+      {"policy", required_argument, NULL, 'p'},    {"seed", required_argument, NULL, 's'},
+      {"write-through", no_argument, NULL, 'w'},   {"model", required_argument, NULL, 'm'},
+      {"top", required_argument, NULL, 't'},       {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  opterr = 0;
+  optind = 1;
+  int c;
+  uint64_t number;
+  while ((c = getopt_long(argc, argv, "+:H:h", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'H': options->names[options->name_count++] = optarg; break;
+    case 'a': options->all_catalog = 1; break;
+    case 'p':
+      if ((number = (uint64_t)ms_cache_policy_parse(optarg)) > MS_CACHE_PLRU) {
+        cli_error(argv[0], "unknown policy '%s' (lru, fifo, random or plru)", optarg);
+        return 2;
+      }
+      options->policy = (ms_cache_policy)number;
+      break;
+    case 's':
+      if (cli_parse_count(optarg, &options->seed) < 0) {
+        cli_error(argv[0], "bad seed '%s'", optarg);
+        return 2;
+      }
+      break;
+    case 'w': options->write_policy = MS_CACHE_WRITE_THROUGH; break;
+    case 'm':
+      if ((number = (uint64_t)ms_cache_model_parse(optarg)) > MS_CACHE_MODEL_CACHEGRIND) {
+        cli_error(argv[0], "unknown model '%s' (memsnap or cachegrind)", optarg);
+        return 2;
+      }
+      options->model = (ms_cache_model)number;
+      break;
+    case 't':
+      if (cli_parse_count(optarg, &number) < 0 || number > 1000000) {
+        cli_error(argv[0], "bad --top '%s'", optarg);
+        return 2;
+      }
+      options->top = (int)number;
+      break;
+    case 'j': options->json = 1; break;
+    case 'h': usage(stdout); return 0;
+    case ':': cli_error(argv[0], "option %s needs a value", argv[optind - 1]); return 2;
+    default: cli_error(argv[0], "unknown option %s", argv[optind - 1]); return 2;
+    }
+  }
+  return -1;
+}
+
 int cmd_sim(int argc, char **argv) {
-  (void)argc;
-  cli_error(argv[0], "not built yet");
-  return 1;
+  sim_options options = {.names = calloc((size_t)argc + 1, sizeof(char *)),
+                         .policy = MS_CACHE_LRU, .seed = 1, .write_policy = MS_CACHE_WRITE_BACK,
+                         .model = MS_CACHE_MODEL_MEMSNAP, .top = 10};
+  if (!options.names) {
+    cli_error(argv[0], "out of memory");
+    return 1;
+  }
+  int status = parse_options(argc, argv, &options);
+  if (status >= 0) {
+    if (status) usage(stderr);
+    free(options.names);
+    return status;
+  }
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  status = 2;
+  if (options.name_count == 0 && !options.all_catalog)
+    cli_error(argv[0], "no hierarchy: give --hierarchy NAME or SPEC, or --all-catalog");
+  else if (inputs.count > 1 || (inputs.count == 1 && inputs.program_argc > 0))
+    cli_error(argv[0], "give one input: a trace or -- PROGRAM ARGS");
+  else
+    status = 1;
+  if (status == 2) {
+    usage(stderr);
+    free(options.names);
+    return status;
+  }
+
+  int count;
+  ms_hierarchy_config *configs = build_configs(argv[0], &options, &count);
+  ms_hierarchy_set *set = NULL;
+  ms_sink *sink = NULL;
+  ms_source *source = NULL;
+  if (!configs) goto done;
+  if (ms_hierarchy_set_new(configs, count, &set) < 0 || ms_cache_sink_new(set, &sink) < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
+                           inputs.program_argv);
+  if (!source) goto done;
+  if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  const ms_site_table *sites = ms_source_info(source)->sites;
+  int rc = options.json ? ms_cache_report_json(stdout, set, sites, options.top)
+                        : ms_cache_report_text(stdout, set, sites, options.top);
+  if (rc < 0 || fflush(stdout) != 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  status = cli_program_status(source);
+done:
+  ms_source_destroy(source);
+  ms_sink_destroy(sink);
+  ms_hierarchy_set_free(set);
+  free(configs);
+  free(options.names);
+  return status;
 }

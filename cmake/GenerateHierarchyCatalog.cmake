@@ -1,0 +1,35 @@
+# Writes the C table of the cache hierarchy catalog from data/hierarchies.tsv.
+#   cmake -DINPUT=data/hierarchies.tsv -DOUTPUT=hierarchy_catalog.h -P GenerateHierarchyCatalog.cmake
+# Each data row is: name, L1, L2, L3 (size/line/assoc or -), source; '#' lines are comments and
+# the row starting with "name" is the header. The spec of a row is its levels joined by ','.
+file(STRINGS "${INPUT}" lines ENCODING UTF-8)
+set(rows "")
+set(row_number 0)
+foreach(line IN LISTS lines)
+  math(EXPR row_number "${row_number} + 1")
+  if(line STREQUAL "" OR line MATCHES "^#" OR line MATCHES "^name\t")
+    continue()
+  endif()
+  if(NOT line MATCHES "^([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]*)$")
+    message(FATAL_ERROR "${INPUT}: line ${row_number}: expected 5 tab-separated fields")
+  endif()
+  set(name "${CMAKE_MATCH_1}")
+  set(spec "")
+  foreach(level IN ITEMS "${CMAKE_MATCH_2}" "${CMAKE_MATCH_3}" "${CMAKE_MATCH_4}")
+    if(NOT level STREQUAL "-")
+      if(spec STREQUAL "")
+        set(spec "${level}")
+      else()
+        set(spec "${spec},${level}")
+      endif()
+    endif()
+  endforeach()
+  set(source "${CMAKE_MATCH_5}")
+  string(REPLACE "\\" "\\\\" source "${source}")
+  string(REPLACE "\"" "\\\"" source "${source}")
+  string(APPEND rows "    {\"${name}\", \"${spec}\", \"${source}\"},\n")
+endforeach()
+file(WRITE "${OUTPUT}.tmp"
+  "/* Generated from data/hierarchies.tsv by cmake/GenerateHierarchyCatalog.cmake: do not edit. */\n"
+  "static const ms_hierarchy_entry generated_catalog[] = {\n${rows}};\n")
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

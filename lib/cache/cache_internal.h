@@ -1,0 +1,71 @@
+/* Internal structures of the cache simulator, shared by simulator.c and report.c. */
+#ifndef MEMSNAP_CACHE_INTERNAL_H
+#define MEMSNAP_CACHE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memsnap/cache.h"
+
+/* What a level passes to the next: a fetch, a forwarded write or a writeback of the bytes
+ * [address, address + size), on behalf of an access of `kind` by `site` and `thread`. */
+typedef struct cache_event {
+  uint64_t address;
+  uint32_t size;
+  uint32_t site;
+  uint16_t thread;
+  uint8_t kind;
+  uint8_t op;
+} cache_event;
+
+typedef struct event_list {
+  cache_event *events;
+  size_t count, capacity;
+} event_list;
+
+/* One simulated level: a node of the set's forest. */
+typedef struct cache_level {
+  ms_cache_level_config config;
+  ms_cache_policy policy;
+  ms_cache_write_policy write_policy;
+  ms_cache_model model;
+  uint64_t seed;
+  uint32_t size_clamp; /* largest reference size (cachegrind model), else UINT32_MAX */
+  uint32_t line_size;
+  unsigned line_bits;
+  uint32_t associativity;
+  uint64_t set_count;
+  uint64_t set_mask; /* set_count - 1 */
+  int set_count_pow2;
+  uint64_t *ways;         /* set_count * associativity: (line << 1) | dirty, or empty */
+  uint64_t *policy_state; /* per set: FIFO next victim, or PLRU bits; NULL for LRU, random */
+  uint64_t random_state;
+
+  ms_cache_counts *counts; /* [thread * MS_ACCESS_KIND_COUNT + kind] */
+  uint32_t thread_capacity;
+  uint64_t *site_misses; /* [site + 1]; [0] for accesses without a site */
+  uint64_t site_slots;
+  uint64_t writebacks;
+
+  struct cache_level **children;
+  int child_count;
+  event_list out; /* this batch's events for the children */
+  int out_of_memory;
+} cache_level;
+
+struct ms_hierarchy {
+  ms_hierarchy_config config;
+  cache_level *levels[MS_HIERARCHY_MAX_LEVELS]; /* a path in the set's forest */
+  struct ms_hierarchy_set *set;
+};
+
+struct ms_hierarchy_set {
+  ms_hierarchy *hierarchies;
+  int count;
+  cache_level **roots; /* distinct first levels */
+  int root_count;
+  cache_level **levels; /* every distinct level, owned */
+  int level_count;
+};
+
+#endif
