@@ -44,6 +44,9 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
   }
 }
 
+/* The source that observes a live program, whose exit status the command passes through. */
+static const ms_source *live_source;
+
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
                            char **program_argv) {
   ms_source *source = NULL;
@@ -61,15 +64,13 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
     cli_fail(command);
     return NULL;
   }
+  if (program_argc > 0) live_source = source;
   return source;
 }
 
 int cli_program_status(const ms_source *source) {
   const ms_stream_info *info = ms_source_info(source);
-  if (!info->capture || info->exit_status < 0) return 0;
-  return strcmp(info->capture, "valgrind") == 0 || strcmp(info->capture, "rt") == 0
-             ? info->exit_status
-             : 0;
+  return source == live_source && info->exit_status > 0 ? info->exit_status : 0;
 }
 
 int cli_parse_count(const char *text, uint64_t *value) {

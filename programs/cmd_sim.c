@@ -117,7 +117,7 @@ static int parse_options(int argc, char **argv, sim_options *options) {
     case 'j': options->json = 1; break;
     case 'h': usage(stdout); return 0;
     case ':': cli_error(argv[0], "option %s needs a value", argv[optind - 1]); return 2;
-    default: cli_error(argv[0], "unknown option %s", argv[optind - 1]); return 2;
+    default: cli_error(argv[0], "unknown option %s (memsnap sim --help lists them)", argv[optind - 1]); return 2;
     }
   }
   return -1;
@@ -133,7 +133,6 @@ int cmd_sim(int argc, char **argv) {
   }
   int status = parse_options(argc, argv, &options);
   if (status >= 0) {
-    if (status) usage(stderr);
     free(options.names);
     return status;
   }
@@ -147,7 +146,6 @@ int cmd_sim(int argc, char **argv) {
   else
     status = 1;
   if (status == 2) {
-    usage(stderr);
     free(options.names);
     return status;
   }

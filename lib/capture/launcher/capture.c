@@ -1,0 +1,611 @@
+/* Live capture through memsnap's Valgrind tool (see memsnap/capture.h).
+ *
+ * ms_capture_open starts
+ *     VALGRIND_LIB=<tool dir> valgrind --tool=memsnap [-q] --memsnap-fd=N --memsnap-shm=M
+ *         --memsnap-credit=C --memsnap-slots=S PROGRAM ARGS
+ * waits for the tool's HELLO (so that a Valgrind that cannot start is reported at open, as
+ * MS_ERR_CHILD), and returns a source that turns the tool's records into access batches.
+ * Transport: M is a memfd of S slots of 1 MiB shared with the tool, which fills them in
+ * turn and announces each full slot with a CHUNK unit on the pipe N; this process parses
+ * the slot in place and gives it back with one byte on the socket C (a socket, so that a
+ * dead tool gives EPIPE rather than SIGPIPE: send(MSG_NOSIGNAL)). The wire format is
+ * described at the top of lib/capture/valgrind/ms_main.c and in README.md beside this
+ * file; in short, 16-byte units {u64 a, u64 b} where b packs site<<32 | extra<<16 |
+ * tag<<8 | size, with tags access (load, store, modify), HELLO, THREAD, SITE, EXIT, CHUNK.
+ *
+ * End of stream: the pipe reaches end of file when the tool exits (or is killed). The
+ * source then reaps the child: exit_status is the exit code, or 128 + signal, in which
+ * case the stream is flagged MS_STREAM_TRUNCATED (so it is when the tool's EXIT record is
+ * missing). Finally every site is resolved through libdw from its object's file and load
+ * bias; where libdw finds nothing, Valgrind's own names are kept.
+ *
+ * Assumption: the tool writes whole notices in order; a partial notice at end of file can
+ * only come from a killed process and is dropped (the stream is then truncated anyway).
+ * Nothing in a slot is read after its credit is returned.
+ */
+#include "memsnap/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memsnap/error.h"
+
+#define TOOL_NAME "memsnap-amd64-linux"
+#define MS_VG_MAGIC 0x3147564150534d53ULL
+#define MS_VG_VERSION 2
+enum {
+  TAG_LOAD = 0,
+  TAG_STORE = 1,
+  TAG_MODIFY = 2,
+  TAG_HELLO = 0x10,
+  TAG_THREAD = 0x11,
+  TAG_SITE = 0x12,
+  TAG_EXIT = 0x13,
+  TAG_CHUNK = 0x14
+};
+#define UNIT 16
+#define SLOT_BYTES (1u << 20) /* the tool's BUFFER_UNITS units */
+/* 8 MiB in flight: the tool waits for a free slot only when this process is far behind. */
+#define SLOT_COUNT 8
+#define READ_BUFFER (64u * UNIT) /* the pipe only carries HELLO and CHUNK notices */
+
+extern char **environ;
+
+typedef struct tool_names { /* what Valgrind itself said about a site */
+  char *function;
+  char *file;
+  uint32_t line;
+} tool_names;
+
+typedef struct object_bias {
+  char *path;
+  uint64_t bias;
+} object_bias;
+
+typedef struct capture_source {
+  ms_source base;
+  pid_t pid;                              /* > 0 while the child has not been reaped */
+  int fd;                                 /* read end of the notice pipe, -1 once closed */
+  int credit_fd;                          /* our end of the credit socket, -1 once closed */
+  unsigned char *slots;                   /* the shared slots, read-only here */
+  const unsigned char *chunk, *chunk_end; /* units of the slot being parsed */
+  int chunk_slot;                         /* that slot, -1 if none */
+  unsigned char *buffer;
+  size_t start, end; /* unread bytes are buffer[start, end) */
+  int eof;
+  int finished; /* end-of-stream work done */
+  int saw_exit;
+  uint16_t thread; /* thread of the accesses that follow */
+  tool_names *names;
+  size_t names_capacity;
+  object_bias *objects;
+  size_t object_count, object_capacity;
+} capture_source;
+
+/*------------------------------------------------------------*/
+/* Reading units                                              */
+/*------------------------------------------------------------*/
+
+static inline uint64_t read_u64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v; /* amd64 only: the tool and this process share the byte order */
+}
+
+/* Makes at least `need` bytes available (need <= READ_BUFFER); 0 if they are, 1 at end of
+ * file with fewer, negative on a read error. */
+static int fill(capture_source *cs, size_t need) {
+  while (cs->end - cs->start < need) {
+    if (cs->eof) return 1;
+    if (cs->start > 0) {
+      memmove(cs->buffer, cs->buffer + cs->start, cs->end - cs->start);
+      cs->end -= cs->start;
+      cs->start = 0;
+    }
+    ssize_t n = read(cs->fd, cs->buffer + cs->end, READ_BUFFER - cs->end);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ms_error_set(MS_ERR_IO, "reading the capture channel: %s", strerror(errno));
+    if (n == 0) cs->eof = 1;
+    cs->end += (size_t)n;
+  }
+  return 0;
+}
+
+static void wait_child(capture_source *cs, int *status) {
+  *status = 0;
+  while (cs->pid > 0) {
+    pid_t r = waitpid(cs->pid, status, 0);
+    if (r == cs->pid || (r < 0 && errno != EINTR)) {
+      if (r < 0) *status = -1;
+      cs->pid = -1;
+    }
+  }
+}
+
+/*------------------------------------------------------------*/
+/* Sites                                                      */
+/*------------------------------------------------------------*/
+
+static char *dup_nonempty(const char *s) { return s && *s ? strdup(s) : NULL; }
+
+static int remember_object(capture_source *cs, const char *path, uint64_t bias) {
+  if (!path || path[0] != '/') return MS_OK; /* vdso, JIT code: nothing to read */
+  for (size_t i = 0; i < cs->object_count; i++)
+    if (strcmp(cs->objects[i].path, path) == 0) return MS_OK;
+  if (cs->object_count == cs->object_capacity) {
+    size_t capacity = cs->object_capacity ? 2 * cs->object_capacity : 16;
+    object_bias *grown = realloc(cs->objects, capacity * sizeof *grown);
+    if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for capture objects");
+    cs->objects = grown;
+    cs->object_capacity = capacity;
+  }
+  char *copy = strdup(path);
+  if (!copy) return ms_error_set(MS_ERR_NOMEM, "out of memory for capture objects");
+  cs->objects[cs->object_count++] = (object_bias){copy, bias};
+  return MS_OK;
+}
+
+/* A SITE record: its `extra` payload units start at `payload`. */
+static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsigned char *payload,
+                       size_t extra) {
+  ms_site_table *table = cs->base.info.sites;
+  if (id != ms_site_table_count(table) || extra < 1)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u defined out of order", id);
+  uint64_t bias = read_u64(payload);
+  uint32_t line;
+  memcpy(&line, payload + 8, 4);
+  const char *strings[3] = {"", "", ""};
+  const char *p = (const char *)payload + UNIT, *end = (const char *)payload + extra * UNIT;
+  for (int i = 0; i < 3 && p < end; i++) {
+    const char *nul = memchr(p, '\0', (size_t)(end - p));
+    if (!nul) return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u: unterminated name", id);
+    strings[i] = p;
+    p = nul + 1;
+  }
+  int64_t added = ms_site_table_add(table, pc, strings[0][0] ? strings[0] : NULL, NULL, NULL, 0);
+  if (added < 0) return (int)added;
+  if (id >= cs->names_capacity) {
+    size_t capacity = cs->names_capacity ? 2 * cs->names_capacity : 1024;
+    tool_names *grown = realloc(cs->names, capacity * sizeof *grown);
+    if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for sites");
+    memset(grown + cs->names_capacity, 0, (capacity - cs->names_capacity) * sizeof *grown);
+    cs->names = grown;
+    cs->names_capacity = capacity;
+  }
+  cs->names[id] = (tool_names){dup_nonempty(strings[1]), dup_nonempty(strings[2]), line};
+  return remember_object(cs, strings[0], bias);
+}
+
+/* libdw first; Valgrind's names where libdw knows nothing. */
+static void resolve_sites(capture_source *cs) {
+  ms_site_table *table = cs->base.info.sites;
+  for (size_t i = 0; i < cs->object_count; i++)
+    (void)ms_site_table_resolve(table, cs->objects[i].path, cs->objects[i].bias);
+  uint32_t count = ms_site_table_count(table);
+  for (uint32_t id = 0; id < count && id < cs->names_capacity; id++) {
+    const ms_site *site = ms_site_table_get(table, id);
+    const tool_names *names = &cs->names[id];
+    if (site->function && site->file) continue;
+    if (!names->function && !names->file) continue;
+    if (site->function && !site->file && names->file)
+      ms_site_table_set_location(table, id, site->function, names->file, names->line);
+    else if (!site->function && !site->file)
+      ms_site_table_set_location(table, id, names->function, names->file, names->line);
+  }
+}
+
+/*------------------------------------------------------------*/
+/* The source                                                 */
+/*------------------------------------------------------------*/
+
+static void finish_stream(capture_source *cs) {
+  if (cs->finished) return;
+  cs->finished = 1;
+  if (cs->fd >= 0) close(cs->fd);
+  cs->fd = -1;
+  if (cs->credit_fd >= 0) close(cs->credit_fd);
+  cs->credit_fd = -1;
+  int status;
+  wait_child(cs, &status);
+  ms_stream_info *info = &cs->base.info;
+  if (status >= 0 && WIFEXITED(status)) {
+    info->exit_status = WEXITSTATUS(status);
+  } else if (status >= 0 && WIFSIGNALED(status)) {
+    info->exit_status = 128 + WTERMSIG(status);
+    info->flags |= MS_STREAM_TRUNCATED;
+  }
+  if (!cs->saw_exit) info->flags |= MS_STREAM_TRUNCATED;
+  resolve_sites(cs);
+}
+
+/* Gives the parsed slot back and waits for the next CHUNK notice: 0, 1 at end of stream,
+ * or a negative status. */
+static int next_chunk(capture_source *cs) {
+  if (cs->chunk_slot >= 0) {
+    unsigned char credit = 1;
+    if (cs->credit_fd >= 0 && send(cs->credit_fd, &credit, 1, MSG_NOSIGNAL) != 1) {
+      close(cs->credit_fd); /* the tool is gone; its last notices are still in the pipe */
+      cs->credit_fd = -1;
+    }
+    cs->chunk_slot = -1;
+  }
+  for (;;) {
+    int rc = fill(cs, UNIT);
+    if (rc != 0) return rc;
+    const unsigned char *p = cs->buffer + cs->start;
+    uint64_t a = read_u64(p), b = read_u64(p + 8);
+    cs->start += UNIT;
+    unsigned tag = (unsigned)(b >> 8) & 0xff;
+    if (tag == TAG_HELLO) continue;
+    uint32_t slot = (uint32_t)(b >> 32);
+    if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % UNIT)
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: bad notice (tag 0x%x, slot %u)", tag,
+                          slot);
+    cs->chunk = cs->slots + (size_t)slot * SLOT_BYTES;
+    cs->chunk_end = cs->chunk + a;
+    cs->chunk_slot = (int)slot;
+    return 0;
+  }
+}
+
+static int capture_next(ms_source *source, ms_batch *batch) {
+  capture_source *cs = (capture_source *)source;
+  ms_stream_info *info = &source->info;
+  batch->count = 0;
+  if (cs->finished) return 0;
+  ms_access *out = batch->accesses;
+  size_t count = 0;
+  uint32_t site_count = ms_site_table_count(info->sites);
+  while (count < batch->capacity) {
+    if (cs->chunk == cs->chunk_end) {
+      int rc = next_chunk(cs);
+      if (rc < 0) return rc;
+      if (rc > 0) { /* end of file: a partial notice can only come from a killed tool */
+        finish_stream(cs);
+        break;
+      }
+      continue;
+    }
+    const unsigned char *p = cs->chunk;
+    while (p < cs->chunk_end && count < batch->capacity) {
+      uint64_t a = read_u64(p), b = read_u64(p + 8);
+      unsigned tag = (unsigned)(b >> 8) & 0xff;
+      uint32_t site = (uint32_t)(b >> 32);
+      p += UNIT;
+      if (tag <= TAG_MODIFY) {
+        if (site >= site_count)
+          return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u",
+                              site);
+        out[count++] = (ms_access){.address = a,
+                                   .site = site,
+                                   .thread = cs->thread,
+                                   .size = (uint8_t)b,
+                                   .kind = (uint8_t)tag};
+      } else if (tag == TAG_THREAD) {
+        if (a > UINT16_MAX)
+          return ms_error_set(MS_ERR_UNSUPPORTED, "capture: more than 65536 threads");
+        cs->thread = (uint16_t)a;
+        if (a + 1 > info->thread_count) info->thread_count = (uint32_t)a + 1;
+      } else if (tag == TAG_SITE) {
+        size_t extra = (size_t)(b >> 16) & 0xffff;
+        if (extra * UNIT > (size_t)(cs->chunk_end - p))
+          return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u straddles a slot", site);
+        int rc = define_site(cs, site, a, p, extra);
+        if (rc < 0) return rc;
+        site_count++;
+        p += extra * UNIT;
+      } else if (tag == TAG_EXIT) {
+        cs->saw_exit = 1;
+      } else {
+        return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
+      }
+    }
+    cs->chunk = p;
+  }
+  batch->count = count;
+  return (int)count;
+}
+
+static void capture_destroy(ms_source *source) {
+  capture_source *cs = (capture_source *)source;
+  if (cs->fd >= 0) close(cs->fd);
+  if (cs->credit_fd >= 0) close(cs->credit_fd);
+  if (cs->slots) munmap(cs->slots, (size_t)SLOT_COUNT * SLOT_BYTES);
+  if (cs->pid > 0) {
+    kill(cs->pid, SIGKILL);
+    int status;
+    wait_child(cs, &status);
+  }
+  for (size_t i = 0; i < cs->names_capacity; i++) {
+    free(cs->names[i].function);
+    free(cs->names[i].file);
+  }
+  free(cs->names);
+  for (size_t i = 0; i < cs->object_count; i++)
+    free(cs->objects[i].path);
+  free(cs->objects);
+  free(cs->buffer);
+  ms_stream_info_clear(&cs->base.info);
+  free(cs);
+}
+
+static const ms_source_ops capture_ops = {
+    .next = capture_next, .seek = NULL, .destroy = capture_destroy};
+
+/*------------------------------------------------------------*/
+/* Starting the program                                       */
+/*------------------------------------------------------------*/
+
+static int is_executable_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The program's path as execve wants it: argv[0] itself if it names a path, else the first
+ * match in $PATH. Fails with MS_ERR_CHILD naming the program. */
+static int find_program(const char *name, char **out) {
+  if (!name || !*name) return ms_error_set(MS_ERR_CHILD, "no program to observe");
+  if (strchr(name, '/')) {
+    struct stat st;
+    if (stat(name, &st) != 0)
+      return ms_error_set(MS_ERR_CHILD, "%s: cannot start program: %s", name, strerror(errno));
+    if (!S_ISREG(st.st_mode) || access(name, X_OK) != 0)
+      return ms_error_set(MS_ERR_CHILD, "%s: cannot start program: not an executable file", name);
+    *out = strdup(name);
+    return *out ? MS_OK : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+  while (*path) {
+    const char *colon = strchr(path, ':');
+    size_t length = colon ? (size_t)(colon - path) : strlen(path);
+    char candidate[PATH_MAX];
+    int n = snprintf(candidate, sizeof candidate, "%.*s/%s", (int)(length ? length : 1),
+                     length ? path : ".", name);
+    if (n > 0 && (size_t)n < sizeof candidate && is_executable_file(candidate)) {
+      *out = strdup(candidate);
+      return *out ? MS_OK : ms_error_set(MS_ERR_NOMEM, "out of memory");
+    }
+    path += length + (colon ? 1 : 0);
+  }
+  return ms_error_set(MS_ERR_CHILD, "%s: cannot start program: not found in PATH", name);
+}
+
+static int tool_dir_ok(const char *dir) {
+  char path[PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s/%s", dir, TOOL_NAME);
+  return n > 0 && (size_t)n < sizeof path && is_executable_file(path);
+}
+
+/* options->tool_dir, $MEMSNAP_VALGRIND_LIB, the installed folder beside the running
+ * executable, the build tree; the first one given (or, for the last two, present) wins. */
+static int find_tool_dir(const ms_capture_options *options, char *out, size_t size) {
+  const char *given =
+      options && options->tool_dir ? options->tool_dir : getenv("MEMSNAP_VALGRIND_LIB");
+  if (given && *given) {
+    if (!tool_dir_ok(given))
+      return ms_error_set(MS_ERR_CHILD, "%s: no memsnap Valgrind tool (%s) in this folder", given,
+                          TOOL_NAME);
+    snprintf(out, size, "%s", given);
+    return MS_OK;
+  }
+#ifdef MEMSNAP_INSTALL_VALGRIND_LIB_FROM_BIN
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = '\0';
+      int m = snprintf(out, size, "%s/%s", self, MEMSNAP_INSTALL_VALGRIND_LIB_FROM_BIN);
+      if (m > 0 && (size_t)m < size && tool_dir_ok(out)) return MS_OK;
+    }
+  }
+#endif
+#ifdef MEMSNAP_BUILD_VALGRIND_LIB
+  if (tool_dir_ok(MEMSNAP_BUILD_VALGRIND_LIB)) {
+    snprintf(out, size, "%s", MEMSNAP_BUILD_VALGRIND_LIB);
+    return MS_OK;
+  }
+#endif
+  return ms_error_set(MS_ERR_CHILD,
+                      "the memsnap Valgrind tool (%s) is not installed: set MEMSNAP_VALGRIND_LIB",
+                      TOOL_NAME);
+}
+
+/* environ plus VALGRIND_LIB=dir (replacing any other), built before fork. */
+static char **child_environment(const char *tool_dir) {
+  size_t count = 0;
+  while (environ && environ[count])
+    count++;
+  char **env = calloc(count + 2, sizeof *env);
+  size_t length = strlen("VALGRIND_LIB=") + strlen(tool_dir) + 1;
+  char *entry = malloc(length);
+  if (!env || !entry) {
+    free(env);
+    free(entry);
+    return NULL;
+  }
+  snprintf(entry, length, "VALGRIND_LIB=%s", tool_dir);
+  size_t n = 0;
+  env[n++] = entry;
+  for (size_t i = 0; i < count; i++)
+    if (strncmp(environ[i], "VALGRIND_LIB=", 13) != 0) env[n++] = environ[i];
+  env[n] = NULL;
+  return env;
+}
+
+/* fork + execve; the exec's errno comes back through a close-on-exec pipe. */
+static int spawn(char *const *argv, char **env, const int *inherit, int inherit_count,
+                 pid_t *pid_out) {
+  int status_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0)
+    return ms_error_set(MS_ERR_CHILD, "pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) {
+    int saved = errno;
+    close(status_pipe[0]);
+    close(status_pipe[1]);
+    return ms_error_set(MS_ERR_CHILD, "fork: %s", strerror(saved));
+  }
+  if (pid == 0) {
+    /* the channel's descriptors are the only ones the tool must inherit */
+    for (int i = 0; i < inherit_count; i++)
+      fcntl(inherit[i], F_SETFD, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    execve(MEMSNAP_VALGRIND_EXECUTABLE, argv, env);
+    int error = errno;
+    ssize_t ignored = write(status_pipe[1], &error, sizeof error);
+    (void)ignored;
+    _exit(127);
+  }
+  close(status_pipe[1]);
+  int error = 0;
+  ssize_t n;
+  do
+    n = read(status_pipe[0], &error, sizeof error);
+  while (n < 0 && errno == EINTR);
+  close(status_pipe[0]);
+  if (n == (ssize_t)sizeof error) {
+    waitpid(pid, NULL, 0);
+    return ms_error_set(MS_ERR_CHILD, "cannot run %s: %s", MEMSNAP_VALGRIND_EXECUTABLE,
+                        strerror(error));
+  }
+  *pid_out = pid;
+  return MS_OK;
+}
+
+static int init_info(capture_source *cs, int argc, char *const *argv, const char *program) {
+  ms_stream_info *info = &cs->base.info;
+  info->exit_status = -1;
+  info->sites = ms_site_table_new();
+  info->capture = strdup("valgrind");
+  info->arch = strdup("amd64");
+  if (!info->sites || !info->capture || !info->arch)
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  return ms_stream_info_set_program(info, program, argc, argv);
+}
+
+/* Reads the tool's HELLO; a Valgrind that failed to start closes the channel first. */
+static int expect_hello(capture_source *cs, const char *program) {
+  int rc = fill(cs, UNIT);
+  if (rc < 0) return rc;
+  if (rc == 0 && read_u64(cs->buffer) == MS_VG_MAGIC &&
+      ((read_u64(cs->buffer + 8) >> 8) & 0xff) == TAG_HELLO) {
+    uint32_t version = (uint32_t)(read_u64(cs->buffer + 8) >> 32);
+    if (version != MS_VG_VERSION)
+      return ms_error_set(MS_ERR_UNSUPPORTED, "memsnap Valgrind tool speaks protocol %u, not %u",
+                          version, MS_VG_VERSION);
+    cs->start += UNIT;
+    return MS_OK;
+  }
+  int status;
+  wait_child(cs, &status);
+  if (status >= 0 && WIFEXITED(status))
+    return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (exit status %d)", program,
+                        WEXITSTATUS(status));
+  return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (%s)", program,
+                      status >= 0 && WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                                                         : "no records");
+}
+
+int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
+                    ms_source **out) {
+  *out = NULL;
+  if (argc < 1 || !argv || !argv[0]) return ms_error_set(MS_ERR_ARG, "no program to observe");
+  char *program = NULL;
+  int rc = find_program(argv[0], &program);
+  if (rc < 0) return rc;
+  char tool_dir[PATH_MAX];
+  rc = find_tool_dir(options, tool_dir, sizeof tool_dir);
+  if (rc < 0) {
+    free(program);
+    return rc;
+  }
+  capture_source *cs = calloc(1, sizeof *cs);
+  if (!cs) {
+    free(program);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  cs->base.ops = &capture_ops;
+  cs->pid = -1;
+  cs->fd = -1;
+  cs->credit_fd = -1;
+  cs->chunk_slot = -1;
+  cs->buffer = malloc(READ_BUFFER);
+  rc =
+      cs->buffer ? init_info(cs, argc, argv, program) : ms_error_set(MS_ERR_NOMEM, "out of memory");
+
+  int channel[2] = {-1, -1}, credit[2] = {-1, -1}, shm = -1;
+  char **env = NULL;
+  char **child_argv = NULL;
+  if (rc == 0 && (pipe2(channel, O_CLOEXEC) != 0 ||
+                  socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0))
+    rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
+  if (rc == 0) {
+    shm = memfd_create("memsnap-capture", MFD_CLOEXEC);
+    size_t bytes = (size_t)SLOT_COUNT * SLOT_BYTES;
+    void *map = MAP_FAILED;
+    if (shm >= 0 && ftruncate(shm, (off_t)bytes) == 0)
+      map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, shm, 0);
+    if (map == MAP_FAILED)
+      rc = ms_error_set(MS_ERR_CHILD, "capture shared memory: %s", strerror(errno));
+    else
+      cs->slots = map;
+  }
+  if (rc == 0) {
+    env = child_environment(tool_dir);
+    child_argv = calloc((size_t)argc + 8, sizeof *child_argv);
+    if (!env || !child_argv) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  char options_text[4][40];
+  if (rc == 0) {
+    snprintf(options_text[0], sizeof options_text[0], "--memsnap-fd=%d", channel[1]);
+    snprintf(options_text[1], sizeof options_text[1], "--memsnap-shm=%d", shm);
+    snprintf(options_text[2], sizeof options_text[2], "--memsnap-credit=%d", credit[1]);
+    snprintf(options_text[3], sizeof options_text[3], "--memsnap-slots=%d", SLOT_COUNT);
+    int n = 0;
+    child_argv[n++] = (char *)"valgrind";
+    child_argv[n++] = (char *)"--tool=memsnap";
+    if (!options || options->quiet) child_argv[n++] = (char *)"-q";
+    for (int i = 0; i < 4; i++)
+      child_argv[n++] = options_text[i];
+    child_argv[n++] = program;
+    for (int i = 1; i < argc; i++)
+      child_argv[n++] = argv[i];
+    child_argv[n] = NULL;
+    int inherit[3] = {channel[1], shm, credit[1]};
+    rc = spawn(child_argv, env, inherit, 3, &cs->pid);
+  }
+  if (env) free(env[0]);
+  free(env);
+  free(child_argv);
+  if (channel[1] >= 0) close(channel[1]);
+  if (credit[1] >= 0) close(credit[1]);
+  if (shm >= 0) close(shm);
+  cs->fd = channel[0];
+  cs->credit_fd = credit[0];
+  if (rc == 0) rc = expect_hello(cs, program);
+  free(program);
+  if (rc < 0) {
+    capture_destroy(&cs->base);
+    return rc;
+  }
+  *out = &cs->base;
+  return MS_OK;
+}
