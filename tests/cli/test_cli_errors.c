@@ -1,0 +1,145 @@
+/* End-to-end behaviour of the CLI on bad input and on programs that fail: a one-line
+ * message naming the file and offset (or the option), a non-zero exit, no crash, and no
+ * half-written output file. Also: exit status pass-through and truncated traces. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static char *dir;
+
+/* Runs `memsnap ARGS`, stderr to dir/err; returns the exit status. */
+static int memsnap(const char *args) {
+  return test_run("cd %s && '%s' %s > %s/out 2> %s/err", dir, test_env("MEMSNAP"), args, dir, dir);
+}
+
+/* Asserts that stderr holds exactly one line containing every given fragment. */
+static void assert_one_line_error(const char *fragment1, const char *fragment2) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/err", dir);
+  char *err = test_read_file(path);
+  assert_non_null(err);
+  size_t length = strlen(err);
+  int lines = 0;
+  for (size_t i = 0; i < length; i++) lines += err[i] == '\n';
+  if (lines != 1 || !strstr(err, fragment1) || (fragment2 && !strstr(err, fragment2)))
+    fail_msg("expected one line with '%s' and '%s', got: %s", fragment1, fragment2 ? fragment2 : "",
+             err);
+  free(err);
+}
+
+static int file_exists(const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return access(path, F_OK) == 0;
+}
+
+static void write_file(const char *name, const char *text, size_t size) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(text, 1, size, f), size);
+  fclose(f);
+}
+
+static void test_usage_errors(void **state) {
+  (void)state;
+  assert_int_equal(memsnap("frobnicate"), 2);
+  assert_one_line_error("frobnicate", NULL);
+  assert_int_equal(memsnap("sim --bogus x.mtr"), 2);
+  assert_one_line_error("bogus", NULL);
+  assert_int_equal(memsnap("dump --limit banana x.mtr"), 2);
+  assert_one_line_error("banana", NULL);
+}
+
+static void test_hierarchy_errors(void **state) {
+  (void)state;
+  write_file("tiny.din", "0 1000 8\n1 1008 8\n", 18);
+  assert_true(memsnap("sim --hierarchy nosuch tiny.din") != 0);
+  assert_one_line_error("nosuch", NULL);
+  assert_true(memsnap("sim --hierarchy 32768/48/8 tiny.din") != 0);
+  assert_one_line_error("32768/48/8", NULL);
+  assert_true(memsnap("sim --hierarchy 32768/64 tiny.din") != 0);
+  assert_one_line_error("32768/64", NULL);
+  assert_int_equal(memsnap("sim --hierarchy 32768/64/8 tiny.din"), 0);
+}
+
+static void test_bad_files(void **state) {
+  (void)state;
+  assert_true(memsnap("info missing.mtr") != 0);
+  assert_one_line_error("missing.mtr", NULL);
+  write_file("junk.mtr", "this is not a trace at all\n\x01\x02", 29);
+  assert_true(memsnap("info junk.mtr") != 0);
+  assert_one_line_error("junk.mtr", NULL);
+  write_file("bad.lackey", "I  04001d90,3\n L 1ffefffd38,8\n S zz,8\n", 38);
+  assert_true(memsnap("convert bad.lackey out.mtr") != 0);
+  assert_one_line_error("bad.lackey:3", NULL);
+  assert_false(file_exists("out.mtr"));
+  write_file("bad.din", "0 1000 8\n7 1008\n", 16);
+  assert_true(memsnap("dump bad.din") != 0);
+  assert_one_line_error("bad.din:2", NULL);
+}
+
+static void test_truncated_mtr(void **state) {
+  (void)state;
+  char kernel[1024];
+  test_kernel("stream_add", kernel, sizeof kernel);
+  char command[2048];
+  snprintf(command, sizeof command, "record --quiet -o whole.mtr -- %s", kernel);
+  assert_int_equal(memsnap(command), 0);
+  assert_int_equal(test_run("cd %s && head -c $(( $(stat -c %%s whole.mtr) / 2 )) whole.mtr > cut.mtr", dir), 0);
+  assert_true(memsnap("info cut.mtr") != 0);
+  assert_one_line_error("cut.mtr", "offset");
+  assert_true(memsnap("dump cut.mtr") != 0);
+  assert_one_line_error("cut.mtr", "offset");
+  assert_true(memsnap("convert cut.mtr cut.din") != 0);
+  assert_false(file_exists("cut.din"));
+}
+
+static void test_program_failures(void **state) {
+  (void)state;
+  char kernel[1024], command[2048];
+  assert_true(memsnap("record -o none.mtr -- /nonexistent/program") != 0);
+  assert_one_line_error("/nonexistent/program", NULL);
+  assert_false(file_exists("none.mtr"));
+
+  snprintf(command, sizeof command, "record --quiet -o exit3.mtr -- %s", test_kernel("exit3", kernel, sizeof kernel));
+  assert_int_equal(memsnap(command), 3);
+  assert_int_equal(memsnap("info exit3.mtr"), 0);
+
+  snprintf(command, sizeof command, "record --quiet -o segv.mtr -- %s", test_kernel("segv", kernel, sizeof kernel));
+  assert_int_equal(memsnap(command), 128 + 11);
+  assert_int_equal(memsnap("info segv.mtr"), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/out", dir);
+  char *info = test_read_file(path);
+  assert_non_null(info);
+  assert_non_null(strstr(info, "truncated"));
+  assert_non_null(strstr(info, "yes"));
+  free(info);
+  assert_int_equal(memsnap("sim --hierarchy nehalem segv.mtr"), 0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  dir = test_tempdir();
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  test_rmdir(dir);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_hierarchy_errors),
+      cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_truncated_mtr),
+      cmocka_unit_test(test_program_failures),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
