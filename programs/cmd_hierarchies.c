@@ -80,13 +80,11 @@ int cmd_hierarchies(int argc, char **argv) {
     case 'h': usage(stdout); return 0;
     default:
       cli_error(argv[0], "unknown option %s", argv[optind - 1]);
-      usage(stderr);
       return 2;
     }
   }
   if (optind < argc) {
     cli_error(argv[0], "unexpected argument %s", argv[optind]);
-    usage(stderr);
     return 2;
   }
   if (json) print_json();

@@ -1,7 +1,171 @@
-/* Placeholder until the info subcommand lands this session. */
+/* memsnap info FILE [--json]
+ *
+ * Describes a trace: format, program and arguments, architecture, capture kind, threads,
+ * accesses (per kind), sites, chunks, file size, bytes per access, truncation and exit
+ * status. A .mtr file is described from its header and trailer alone; Lackey and din
+ * traces carry no summary, so they are read through once to count.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli.h"
+#include "memsnap/trace.h"
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap info [--json] FILE\n"
+              "  --json  print the description as a JSON object\n");
+}
+
+typedef struct trace_summary {
+  ms_trace_format format;
+  uint32_t version;
+  uint64_t accesses, counts_by_kind[MS_ACCESS_KIND_COUNT], chunks, file_bytes;
+} trace_summary;
+
+/* Lackey and din: stream the whole file, counting per kind and threads. */
+static int count_by_streaming(const char *path, trace_summary *summary, ms_stream_info *info) {
+  ms_source *source;
+  int rc = ms_trace_open(path, &source);
+  if (rc < 0) return rc;
+  ms_batch batch;
+  rc = ms_batch_init(&batch, 0);
+  uint32_t threads = 0;
+  while (rc == 0) {
+    int n = ms_source_next(source, &batch);
+    if (n <= 0) {
+      rc = n;
+      break;
+    }
+    for (size_t i = 0; i < batch.count; i++) {
+      summary->counts_by_kind[batch.accesses[i].kind % MS_ACCESS_KIND_COUNT]++;
+      if (batch.accesses[i].thread >= threads) threads = batch.accesses[i].thread + 1u;
+    }
+    summary->accesses += batch.count;
+  }
+  ms_batch_free(&batch);
+  if (rc == 0) {
+    *info = source->info; /* keep the description: the source's info moves here */
+    memset(&source->info, 0, sizeof source->info);
+    if (threads > info->thread_count) info->thread_count = threads;
+  }
+  ms_source_destroy(source);
+  return rc;
+}
+
+static void print_text(const char *path, const trace_summary *s, const ms_stream_info *info) {
+  printf("file:          %s\n", path);
+  printf("format:        %s", ms_trace_format_name(s->format));
+  if (s->format == MS_FORMAT_MTR) printf(" (version %u)", s->version);
+  printf("\nprogram:       %s", info->program ? info->program : "(unknown)");
+  for (int i = 1; i < info->argc; i++)
+    printf(" %s", info->argv[i]);
+  printf("\narchitecture:  %s\n", info->arch ? info->arch : "(unknown)");
+  printf("capture:       %s\n", info->capture ? info->capture : "(unknown)");
+  printf("threads:       %" PRIu32 "\n", info->thread_count);
+  printf("accesses:      %" PRIu64 " (load %" PRIu64 ", store %" PRIu64 ", modify %" PRIu64 ")\n",
+         s->accesses, s->counts_by_kind[MS_LOAD], s->counts_by_kind[MS_STORE],
+         s->counts_by_kind[MS_MODIFY]);
+  printf("sites:         %" PRIu32 "\n", ms_site_table_count(info->sites));
+  if (s->format == MS_FORMAT_MTR) printf("chunks:        %" PRIu64 "\n", s->chunks);
+  printf("file size:     %" PRIu64 " bytes (%.3f bytes/access)\n", s->file_bytes,
+         s->accesses ? (double)s->file_bytes / (double)s->accesses : 0.0);
+  if (info->flags & MS_STREAM_SAMPLED)
+    printf("sampled:       %" PRIu64 " on, %" PRIu64 " off\n", info->sample_on, info->sample_off);
+  printf("truncated:     %s", info->flags & MS_STREAM_TRUNCATED ? "yes" : "no");
+  if (info->exit_status >= 0) printf(" (exit status %d)", info->exit_status);
+  printf("\n");
+}
+
+static json_object *string_or_null(const char *s) { return s ? json_object_new_string(s) : NULL; }
+
+static void print_json(const char *path, const trace_summary *s, const ms_stream_info *info) {
+  json_object *root = json_object_new_object();
+  json_object_object_add(root, "file", json_object_new_string(path));
+  json_object_object_add(root, "format", json_object_new_string(ms_trace_format_name(s->format)));
+  if (s->format == MS_FORMAT_MTR)
+    json_object_object_add(root, "version", json_object_new_int64(s->version));
+  json_object_object_add(root, "program", string_or_null(info->program));
+  json_object *args = json_object_new_array();
+  for (int i = 0; i < info->argc; i++)
+    json_object_array_add(args, string_or_null(info->argv[i]));
+  json_object_object_add(root, "argv", args);
+  json_object_object_add(root, "arch", string_or_null(info->arch));
+  json_object_object_add(root, "capture", string_or_null(info->capture));
+  json_object_object_add(root, "threads", json_object_new_int64(info->thread_count));
+  json_object_object_add(root, "accesses", json_object_new_uint64(s->accesses));
+  json_object *kinds = json_object_new_object();
+  for (int k = 0; k < MS_ACCESS_KIND_COUNT; k++)
+    json_object_object_add(kinds, ms_access_kind_name((ms_access_kind)k),
+                           json_object_new_uint64(s->counts_by_kind[k]));
+  json_object_object_add(root, "accesses_by_kind", kinds);
+  json_object_object_add(root, "sites", json_object_new_int64(ms_site_table_count(info->sites)));
+  if (s->format == MS_FORMAT_MTR)
+    json_object_object_add(root, "chunks", json_object_new_uint64(s->chunks));
+  json_object_object_add(root, "file_bytes", json_object_new_uint64(s->file_bytes));
+  json_object_object_add(
+      root, "bytes_per_access",
+      json_object_new_double(s->accesses ? (double)s->file_bytes / (double)s->accesses : 0.0));
+  json_object_object_add(root, "sampled",
+                         json_object_new_boolean((info->flags & MS_STREAM_SAMPLED) != 0));
+  if (info->flags & MS_STREAM_SAMPLED) {
+    json_object_object_add(root, "sample_on", json_object_new_uint64(info->sample_on));
+    json_object_object_add(root, "sample_off", json_object_new_uint64(info->sample_off));
+  }
+  json_object_object_add(root, "truncated",
+                         json_object_new_boolean((info->flags & MS_STREAM_TRUNCATED) != 0));
+  json_object_object_add(root, "exit_status",
+                         info->exit_status >= 0 ? json_object_new_int(info->exit_status) : NULL);
+  printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(root);
+}
+
 int cmd_info(int argc, char **argv) {
-  (void)argc;
-  cli_error(argv[0], "not built yet");
-  return 1;
+  static const struct option options[] = {
+      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int json = 0, c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 'h': usage(stdout); return 0;
+    default:
+      cli_error(argv[0], "unknown option %s", argv[optind - 1]);
+      return 2;
+    }
+  }
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count != 1 || inputs.program_argc > 0) {
+    cli_error(argv[0], inputs.count == 0 ? "no trace file given" : "give exactly one trace file");
+    return 2;
+  }
+  const char *path = inputs.paths[0];
+  trace_summary summary = {.format = ms_trace_detect(path)};
+  ms_stream_info info = {0};
+  int rc;
+  if (summary.format == MS_FORMAT_MTR) {
+    ms_mtr_stat stat;
+    rc = ms_mtr_stat_file(path, &stat, &info);
+    summary.version = stat.version;
+    summary.accesses = stat.access_count;
+    summary.chunks = stat.chunk_count;
+    memcpy(summary.counts_by_kind, stat.counts_by_kind, sizeof summary.counts_by_kind);
+  } else {
+    rc = count_by_streaming(path, &summary, &info);
+  }
+  if (rc < 0) return cli_fail(argv[0]);
+  struct stat st;
+  summary.file_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  if (json)
+    print_json(path, &summary, &info);
+  else
+    print_text(path, &summary, &info);
+  ms_stream_info_clear(&info);
+  return 0;
 }

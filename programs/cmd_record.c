@@ -63,11 +63,9 @@ int cmd_record(int argc, char **argv) {
     case 'h': usage(stdout); return 0;
     case ':':
       cli_error(argv[0], "option %s needs a value", argv[optind - 1]);
-      usage(stderr);
       return 2;
     default:
       cli_error(argv[0], "unknown option %s", argv[optind - 1]);
-      usage(stderr);
       return 2;
     }
   }
@@ -75,12 +73,10 @@ int cmd_record(int argc, char **argv) {
   cli_split_inputs(argc, argv, optind, &inputs);
   if (inputs.count > 0) {
     cli_error(argv[0], "unexpected argument %s (put the program after --)", inputs.paths[0]);
-    usage(stderr);
     return 2;
   }
   if (inputs.program_argc == 0) {
     cli_error(argv[0], "no program to record: give -- PROGRAM [ARGS...]");
-    usage(stderr);
     return 2;
   }
   char *default_path = NULL;

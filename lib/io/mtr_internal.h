@@ -1,0 +1,128 @@
+/* .mtr internals shared by the writer and the reader: layout constants, little-endian
+ * helpers, varints, CRC-32, and the record codec state. docs/formats.md is the contract;
+ * this header only names what it specifies.
+ *
+ * Record model (docs/formats.md, "Records"): each record is one tag byte (three "miss" bits)
+ * plus, on a miss, fields in three column streams. The prediction state lives per site
+ * ("slot" = site + 1 mod 2^32, so MS_SITE_NONE is slot 0) and resets at each chunk start so
+ * that chunks decode independently.
+ */
+#ifndef MEMSNAP_IO_MTR_INTERNAL_H
+#define MEMSNAP_IO_MTR_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "memsnap/access.h"
+
+_Static_assert(offsetof(ms_access, site) == 8, "ms_access: address, then 8 bytes of tail");
+
+#define MTR_MAGIC "\x89MTR\r\n\x1a\n" /* 8 bytes, PNG-style: catches text-mode mangling */
+#define MTR_MAGIC_BYTES 8
+#define MTR_VERSION 1
+#define MTR_CHUNK_MAGIC "MSCK"
+#define MTR_TRAILER_MAGIC "MSTR"
+#define MTR_FOOTER_MAGIC "MTR-END\n"
+#define MTR_CHUNK_HEADER_BYTES 40
+#define MTR_FOOTER_BYTES 24
+/* Records per chunk written (measured in docs/formats.md); readers accept up to the max. */
+#ifndef MTR_CHUNK_RECORDS /* overridable for measurements only */
+#define MTR_CHUNK_RECORDS (1u << 18)
+#endif
+#define MTR_MAX_CHUNK_RECORDS (1u << 22)
+#ifndef MTR_ZSTD_LEVEL
+#define MTR_ZSTD_LEVEL 1
+#endif
+#define MTR_SITES_ZSTD_LEVEL 9 /* written once, at the end */
+#define MTR_NO_STRING UINT32_MAX
+
+/* Tag bits: set when the record departs from the prediction. */
+enum { MTR_SITE_MISS = 1, MTR_ADDRESS_MISS = 2, MTR_ATTRIBUTES_CHANGE = 4, MTR_TAG_MASK = 7 };
+
+/* Prediction state of one slot. `tail` holds bytes 8..15 of the slot's last ms_access (site,
+ * thread, size, kind), so a record is written as two 8-byte stores and compared in one
+ * (measured: decoding 10-15% faster than assembling four fields; copying a whole 16-byte
+ * ms_access kept in the state was 2x slower, a store-forwarding stall after the address add). */
+typedef struct mtr_slot_state {
+  uint64_t last_address;
+  uint64_t tail;
+  uint64_t stride;     /* predicted delta */
+  uint64_t last_delta; /* the delta seen last time (a stride is adopted once seen twice) */
+  uint32_t next_slot;  /* the slot that followed this one last time */
+} mtr_slot_state;
+
+static inline uint64_t mtr_access_tail(const ms_access *a) {
+  uint64_t tail;
+  memcpy(&tail, (const char *)a + offsetof(ms_access, site), sizeof tail);
+  return tail;
+}
+
+static inline mtr_slot_state mtr_slot_initial(uint32_t slot) {
+  ms_access initial = {.site = slot - 1, .size = 8, .kind = MS_LOAD};
+  return (mtr_slot_state){.tail = mtr_access_tail(&initial), .next_slot = slot};
+}
+
+static inline void mtr_slot_reset(mtr_slot_state *states, uint32_t slot_count) {
+  for (uint32_t s = 0; s < slot_count; s++)
+    states[s] = mtr_slot_initial(s);
+}
+
+static inline void put_u16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static inline void put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void put_u64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t get_u64(const uint8_t *p) {
+  return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+static inline uint64_t zigzag_encode(uint64_t delta) {
+  return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63);
+}
+static inline uint64_t zigzag_decode(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
+
+/* LEB128; returns the number of bytes written (at most 10). */
+static inline size_t varint_put(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    p[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[n++] = (uint8_t)v;
+  return n;
+}
+
+/* Reads a LEB128 of at most 10 bytes from [*p, end); returns 0, or -1 if it runs past end
+ * or is longer than 10 bytes. */
+static inline int varint_get(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+  const uint8_t *q = *p;
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 70; shift += 7) {
+    if (q == end) return -1;
+    uint8_t b = *q++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *p = q;
+      *out = v;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of a header, trailer or footer. */
+uint32_t mtr_crc32(const uint8_t *data, size_t size);
+
+#endif

@@ -1,0 +1,504 @@
+/* .mtr reader source (docs/formats.md is the contract).
+ *
+ * Model: open() reads the header, the footer and the trailer (sites, counts, chunk index)
+ * and validates every size and offset against the file size before trusting it; chunks are
+ * read one at a time, their header CRC checked, their zstd frame decompressed (zstd checks
+ * its content checksum) into a buffer whose size the chunk header announced, and the four
+ * columns decoded with bounds checks on every varint. Memory: one chunk's compressed and
+ * decoded bytes, the per-site prediction table and the chunk index, whatever the trace
+ * length. Any inconsistency is an error naming the file and the byte offset; nothing in
+ * the file is trusted to stay in bounds.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "memsnap/error.h"
+#include "memsnap/trace.h"
+#include "mtr_internal.h"
+
+#define MTR_MIN_HEADER_BYTES 60  /* fixed fields, three absent strings, argc, CRC */
+#define MTR_MIN_TRAILER_BYTES 80 /* fixed fields, site table sizes, CRC */
+
+typedef struct chunk_entry {
+  uint64_t offset, first_index;
+} chunk_entry;
+
+typedef struct mtr_reader {
+  ms_source source;
+  char *path;
+  FILE *file;
+  uint64_t file_bytes, trailer_offset, access_count;
+  uint32_t version;
+  uint64_t counts_by_kind[MS_ACCESS_KIND_COUNT];
+  chunk_entry *chunks;
+  uint64_t chunk_count;
+  ZSTD_DCtx *dctx;
+  uint8_t *compressed, *payload;
+  size_t compressed_capacity, payload_capacity;
+  mtr_slot_state *states;
+  uint32_t slot_count; /* site count + 1 */
+  /* decoding position in the loaded chunk */
+  uint64_t chunk, next_chunk; /* loaded chunk; the one to load next */
+  uint32_t records, position, previous_slot;
+  const uint8_t *tags, *site_p, *site_end, *address_p, *address_end, *attribute_p, *attribute_end;
+} mtr_reader;
+
+/* A bounds-checked cursor over a header or trailer held in memory. */
+typedef struct cursor {
+  const uint8_t *p, *end;
+  int bad;
+} cursor;
+
+static const uint8_t *cursor_take(cursor *c, size_t n) {
+  if (c->bad || (size_t)(c->end - c->p) < n) {
+    c->bad = 1;
+    return NULL;
+  }
+  const uint8_t *p = c->p;
+  c->p += n;
+  return p;
+}
+static uint32_t cursor_u32(cursor *c) {
+  const uint8_t *p = cursor_take(c, 4);
+  return p ? get_u32(p) : 0;
+}
+static uint64_t cursor_u64(cursor *c) {
+  const uint8_t *p = cursor_take(c, 8);
+  return p ? get_u64(p) : 0;
+}
+/* A malloc'd NUL-terminated copy, or NULL for an absent string (or on error: c->bad). */
+static char *cursor_string(cursor *c) {
+  uint32_t n = cursor_u32(c);
+  if (c->bad || n == MTR_NO_STRING) return NULL;
+  const uint8_t *p = cursor_take(c, n);
+  if (!p) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) {
+    c->bad = 2; /* out of memory */
+    return NULL;
+  }
+  memcpy(s, p, n);
+  s[n] = '\0';
+  return s;
+}
+
+static int truncated(const mtr_reader *r, uint64_t offset) {
+  return ms_error_set(MS_ERR_TRUNCATED, "%s: truncated at offset %llu", r->path,
+                      (unsigned long long)offset);
+}
+static int corrupt(const mtr_reader *r, uint64_t offset, const char *what) {
+  return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: %s", r->path, (unsigned long long)offset,
+                      what);
+}
+static int chunk_corrupt(const mtr_reader *r, uint64_t chunk, const char *why) {
+  return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: chunk %llu corrupt (%s)", r->path,
+                      (unsigned long long)r->chunks[chunk].offset, (unsigned long long)chunk, why);
+}
+
+/* Reads exactly n bytes at offset; a short read is a truncation. */
+static int read_at(mtr_reader *r, uint64_t offset, void *buf, size_t n) {
+  if (fseeko(r->file, (off_t)offset, SEEK_SET) != 0)
+    return ms_error_set(MS_ERR_IO, "%s: seek failed: %s", r->path, strerror(errno));
+  size_t got = fread(buf, 1, n, r->file);
+  if (got != n) {
+    if (ferror(r->file))
+      return ms_error_set(MS_ERR_IO, "%s: read failed: %s", r->path, strerror(errno));
+    return truncated(r, offset + got);
+  }
+  return MS_OK;
+}
+
+static int read_header(mtr_reader *r, uint32_t *header_bytes_out) {
+  uint8_t fixed[16];
+  size_t want = r->file_bytes < sizeof fixed ? (size_t)r->file_bytes : sizeof fixed;
+  int rc = read_at(r, 0, fixed, want);
+  if (rc < 0) return rc;
+  size_t magic_seen = want < MTR_MAGIC_BYTES ? want : MTR_MAGIC_BYTES;
+  if (memcmp(fixed, MTR_MAGIC, magic_seen) != 0)
+    return ms_error_set(MS_ERR_FORMAT, "%s: offset 0: not a memsnap trace (bad magic)", r->path);
+  if (want < sizeof fixed) return truncated(r, r->file_bytes);
+  r->version = get_u32(fixed + 8);
+  if (r->version != MTR_VERSION)
+    return ms_error_set(MS_ERR_UNSUPPORTED,
+                        "%s: offset 8: .mtr version %u not supported (this "
+                        "memsnap reads version %d)",
+                        r->path, r->version, MTR_VERSION);
+  uint32_t header_bytes = get_u32(fixed + 12);
+  if (header_bytes < MTR_MIN_HEADER_BYTES) return corrupt(r, 12, "header size invalid");
+  if (header_bytes > r->file_bytes) return truncated(r, r->file_bytes);
+  *header_bytes_out = header_bytes;
+  uint8_t *header = malloc(header_bytes);
+  if (!header) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the header", r->path);
+  rc = read_at(r, 0, header, header_bytes);
+  if (rc == 0 && mtr_crc32(header, header_bytes - 4) != get_u32(header + header_bytes - 4))
+    rc = corrupt(r, 0, "header corrupt (CRC mismatch)");
+  if (rc < 0) {
+    free(header);
+    return rc;
+  }
+  ms_stream_info *info = &r->source.info;
+  cursor c = {header + 16, header + header_bytes - 4, 0};
+  info->flags = cursor_u32(&c);
+  cursor_u32(&c); /* reserved */
+  info->sample_on = cursor_u64(&c);
+  info->sample_off = cursor_u64(&c);
+  info->program = cursor_string(&c);
+  info->arch = cursor_string(&c);
+  info->capture = cursor_string(&c);
+  uint32_t argc = cursor_u32(&c);
+  if (!c.bad && argc <= (size_t)(c.end - c.p) / 4) {
+    info->argv = calloc((size_t)argc + 1, sizeof *info->argv);
+    if (!info->argv) c.bad = 2;
+    for (uint32_t i = 0; i < argc && !c.bad; i++) {
+      info->argv[i] = cursor_string(&c);
+      info->argc = (int)i + 1;
+      if (!info->argv[i] && !c.bad) info->argv[i] = strdup(""); /* argv has no NULL holes */
+      if (!info->argv[i]) c.bad = c.bad ? c.bad : 2;
+    }
+  } else {
+    c.bad = 1;
+  }
+  free(header);
+  if (c.bad == 2) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the header", r->path);
+  if (c.bad) return corrupt(r, 16, "header fields overrun the header");
+  return MS_OK;
+}
+
+static int parse_trailer(mtr_reader *r, const uint8_t *trailer, size_t size,
+                         uint32_t header_bytes) {
+  uint64_t at = r->trailer_offset;
+  if (size < MTR_MIN_TRAILER_BYTES || memcmp(trailer, MTR_TRAILER_MAGIC, 4) != 0)
+    return corrupt(r, at, "trailer corrupt (bad magic)");
+  if (mtr_crc32(trailer, size - 4) != get_u32(trailer + size - 4))
+    return corrupt(r, at, "trailer corrupt (CRC mismatch)");
+  ms_stream_info *info = &r->source.info;
+  cursor c = {trailer + 4, trailer + size - 4, 0};
+  info->thread_count = cursor_u32(&c);
+  info->flags = cursor_u32(&c);
+  info->exit_status = (int)cursor_u32(&c);
+  r->access_count = info->access_count = cursor_u64(&c);
+  uint64_t sum = 0;
+  for (int k = 0; k < MS_ACCESS_KIND_COUNT; k++)
+    sum += r->counts_by_kind[k] = cursor_u64(&c);
+  r->chunk_count = cursor_u64(&c);
+  uint32_t site_count = cursor_u32(&c);
+  if (sum != r->access_count) return corrupt(r, at, "trailer corrupt (counts disagree)");
+  uint64_t raw_bytes = cursor_u64(&c), compressed_bytes = cursor_u64(&c);
+  const uint8_t *frame =
+      compressed_bytes <= (size_t)(c.end - c.p) ? cursor_take(&c, (size_t)compressed_bytes) : NULL;
+  /* bound the allocation: a site takes at least 24 bytes, zstd rarely beats 1000:1 here */
+  if (!frame || raw_bytes < 24ull * site_count || raw_bytes > 1000 * compressed_bytes + 4096)
+    return corrupt(r, at, "trailer corrupt (site table size)");
+  uint8_t *raw = malloc((size_t)raw_bytes + 1);
+  if (!raw) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the sites", r->path);
+  size_t got = ZSTD_decompress(raw, (size_t)raw_bytes, frame, (size_t)compressed_bytes);
+  if (ZSTD_isError(got) || got != raw_bytes) {
+    free(raw);
+    char why[160];
+    snprintf(why, sizeof why, "trailer corrupt (site table: %s)",
+             ZSTD_isError(got) ? ZSTD_getErrorName(got) : "size differs");
+    return corrupt(r, at, why);
+  }
+  cursor sites = {raw, raw + raw_bytes, 0};
+  for (uint32_t id = 0; id < site_count && !sites.bad; id++) {
+    uint64_t pc = cursor_u64(&sites);
+    char *object = cursor_string(&sites), *function = cursor_string(&sites),
+         *file = cursor_string(&sites);
+    uint32_t line = cursor_u32(&sites);
+    if (!sites.bad && ms_site_table_add(info->sites, pc, object, function, file, line) < 0)
+      sites.bad = 2;
+    free(object);
+    free(function);
+    free(file);
+  }
+  if (!sites.bad && sites.p != sites.end) sites.bad = 1;
+  free(raw);
+  if (sites.bad == 2)
+    c.bad = 2;
+  else if (sites.bad)
+    return corrupt(r, at, "trailer corrupt (site table overrun)");
+  if (c.bad == 2) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the sites", r->path);
+  if (c.bad || r->chunk_count != (uint64_t)(c.end - c.p) / 16 || (c.end - c.p) % 16 != 0)
+    return corrupt(r, at, "trailer corrupt (chunk index overrun)");
+  r->chunks = malloc((r->chunk_count + 1) * sizeof *r->chunks);
+  if (!r->chunks) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the index", r->path);
+  for (uint64_t k = 0; k < r->chunk_count; k++) {
+    r->chunks[k].offset = cursor_u64(&c);
+    r->chunks[k].first_index = cursor_u64(&c);
+  }
+  /* a sentinel entry: the end of the last chunk */
+  r->chunks[r->chunk_count] = (chunk_entry){r->trailer_offset, r->access_count};
+  for (uint64_t k = 0; k < r->chunk_count; k++) {
+    const chunk_entry *e = &r->chunks[k], *next = e + 1;
+    int offset_ok = k == 0 ? e->offset == header_bytes : e->offset > e[-1].offset;
+    int index_ok = k == 0 ? e->first_index == 0 : e->first_index > e[-1].first_index;
+    if (!offset_ok || !index_ok || next->offset < e->offset + MTR_CHUNK_HEADER_BYTES ||
+        next->first_index <= e->first_index ||
+        next->first_index - e->first_index > MTR_MAX_CHUNK_RECORDS)
+      return corrupt(r, at, "trailer corrupt (chunk index inconsistent)");
+  }
+  if (r->chunk_count == 0 && (r->access_count != 0 || r->trailer_offset != header_bytes))
+    return corrupt(r, at, "trailer corrupt (no chunks)");
+  r->slot_count = site_count + 1;
+  return MS_OK;
+}
+
+static int read_trailer(mtr_reader *r, uint32_t header_bytes) {
+  if (r->file_bytes < (uint64_t)header_bytes + MTR_FOOTER_BYTES) return truncated(r, r->file_bytes);
+  uint8_t footer[MTR_FOOTER_BYTES];
+  uint64_t footer_offset = r->file_bytes - MTR_FOOTER_BYTES;
+  int rc = read_at(r, footer_offset, footer, sizeof footer);
+  if (rc < 0) return rc;
+  /* a file cut anywhere loses its footer: that is how truncation is detected */
+  if (memcmp(footer + 16, MTR_FOOTER_MAGIC, 8) != 0) return truncated(r, r->file_bytes);
+  r->trailer_offset = get_u64(footer);
+  uint64_t trailer_bytes = get_u64(footer + 8);
+  if (r->trailer_offset < header_bytes || r->trailer_offset > footer_offset ||
+      trailer_bytes != footer_offset - r->trailer_offset)
+    return corrupt(r, footer_offset, "footer corrupt (trailer position)");
+  uint8_t *trailer = malloc(trailer_bytes ? trailer_bytes : 1);
+  if (!trailer) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the trailer", r->path);
+  rc = read_at(r, r->trailer_offset, trailer, trailer_bytes);
+  if (rc == 0) rc = parse_trailer(r, trailer, trailer_bytes, header_bytes);
+  free(trailer);
+  return rc;
+}
+
+/* Loads chunk k and points the column cursors at its decoded bytes. */
+static int load_chunk(mtr_reader *r, uint64_t k) {
+  const chunk_entry *e = &r->chunks[k];
+  uint8_t h[MTR_CHUNK_HEADER_BYTES];
+  int rc = read_at(r, e->offset, h, sizeof h);
+  if (rc < 0) return rc;
+  if (memcmp(h, MTR_CHUNK_MAGIC, 4) != 0) return chunk_corrupt(r, k, "bad chunk magic");
+  if (mtr_crc32(h, 36) != get_u32(h + 36)) return chunk_corrupt(r, k, "header CRC mismatch");
+  uint32_t records = get_u32(h + 4);
+  uint64_t compressed = get_u32(h + 16);
+  uint64_t site_bytes = get_u32(h + 20), address_bytes = get_u32(h + 24),
+           attribute_bytes = get_u32(h + 28);
+  if (get_u64(h + 8) != e->first_index || records != e[1].first_index - e->first_index ||
+      compressed != e[1].offset - e->offset - MTR_CHUNK_HEADER_BYTES ||
+      site_bytes > 5ull * records || address_bytes > 10ull * records ||
+      attribute_bytes > 4ull * records)
+    return chunk_corrupt(r, k, "header disagrees with the index");
+  size_t payload_bytes = records + site_bytes + address_bytes + attribute_bytes;
+  if (compressed > r->compressed_capacity) {
+    uint8_t *p = realloc(r->compressed, compressed);
+    if (!p) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for a chunk", r->path);
+    r->compressed = p;
+    r->compressed_capacity = compressed;
+  }
+  if (payload_bytes > r->payload_capacity) {
+    uint8_t *p = realloc(r->payload, payload_bytes);
+    if (!p) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for a chunk", r->path);
+    r->payload = p;
+    r->payload_capacity = payload_bytes;
+  }
+  rc = read_at(r, e->offset + MTR_CHUNK_HEADER_BYTES, r->compressed, compressed);
+  if (rc < 0) return rc;
+  size_t got = ZSTD_decompressDCtx(r->dctx, r->payload, payload_bytes, r->compressed, compressed);
+  if (ZSTD_isError(got)) {
+    char why[128];
+    snprintf(why, sizeof why, "zstd: %s", ZSTD_getErrorName(got));
+    return chunk_corrupt(r, k, why);
+  }
+  if (got != payload_bytes) return chunk_corrupt(r, k, "decoded size differs from its header");
+  r->chunk = k;
+  r->next_chunk = k + 1;
+  r->records = records;
+  r->position = 0;
+  r->previous_slot = 0;
+  r->tags = r->payload;
+  r->site_p = r->tags + records;
+  r->site_end = r->address_p = r->site_p + site_bytes;
+  r->address_end = r->attribute_p = r->address_p + address_bytes;
+  r->attribute_end = r->attribute_p + attribute_bytes;
+  mtr_slot_reset(r->states, r->slot_count);
+  return MS_OK;
+}
+
+/* Decodes n records of the loaded chunk into out (the mirror of the writer's encoder). */
+static int decode_records(mtr_reader *r, ms_access *out, uint32_t n) {
+  mtr_slot_state *states = r->states;
+  uint32_t previous = r->previous_slot, slot_count = r->slot_count;
+  const uint8_t *tags = r->tags + r->position;
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t tag = tags[i];
+    if (tag & ~MTR_TAG_MASK) return chunk_corrupt(r, r->chunk, "bad record tag");
+    uint32_t slot = states[previous].next_slot;
+    if (tag & MTR_SITE_MISS) {
+      uint64_t v;
+      if (varint_get(&r->site_p, r->site_end, &v) < 0)
+        return chunk_corrupt(r, r->chunk, "site column overrun");
+      slot = previous + (uint32_t)zigzag_decode(v);
+      if (slot >= slot_count) return chunk_corrupt(r, r->chunk, "site out of range");
+      states[previous].next_slot = slot;
+    }
+    previous = slot;
+    mtr_slot_state *s = &states[slot];
+    uint64_t delta = s->stride;
+    if (tag & MTR_ADDRESS_MISS) {
+      uint64_t v;
+      if (varint_get(&r->address_p, r->address_end, &v) < 0)
+        return chunk_corrupt(r, r->chunk, "address column overrun");
+      delta = zigzag_decode(v);
+      if (delta == s->last_delta) s->stride = delta;
+    }
+    s->last_delta = delta;
+    s->last_address += delta;
+    if (tag & MTR_ATTRIBUTES_CHANGE) {
+      if (r->attribute_end - r->attribute_p < 4)
+        return chunk_corrupt(r, r->chunk, "attribute column overrun");
+      if (r->attribute_p[0] >= MS_ACCESS_KIND_COUNT)
+        return chunk_corrupt(r, r->chunk, "bad access kind");
+      ms_access attributes = {.site = slot - 1,
+                              .thread = get_u16(r->attribute_p + 2),
+                              .size = r->attribute_p[1],
+                              .kind = r->attribute_p[0]};
+      s->tail = mtr_access_tail(&attributes);
+      r->attribute_p += 4;
+    }
+    memcpy(&out[i].address, &s->last_address, 8);
+    memcpy(&out[i].site, &s->tail, 8); /* site, thread, size, kind */
+  }
+  r->previous_slot = previous;
+  r->position += n;
+  if (r->position == r->records && (r->site_p != r->site_end || r->address_p != r->address_end ||
+                                    r->attribute_p != r->attribute_end))
+    return chunk_corrupt(r, r->chunk, "columns longer than their records");
+  return MS_OK;
+}
+
+static int reader_next(ms_source *source, ms_batch *batch) {
+  mtr_reader *r = (mtr_reader *)source;
+  batch->count = 0;
+  while (batch->count < batch->capacity) {
+    if (r->position == r->records) {
+      if (r->next_chunk >= r->chunk_count) break;
+      int rc = load_chunk(r, r->next_chunk);
+      if (rc < 0) return rc;
+    }
+    uint32_t n = r->records - r->position;
+    if (n > batch->capacity - batch->count) n = (uint32_t)(batch->capacity - batch->count);
+    int rc = decode_records(r, batch->accesses + batch->count, n);
+    if (rc < 0) return rc;
+    batch->count += n;
+  }
+  return (int)batch->count;
+}
+
+static int reader_seek(ms_source *source, uint64_t index) {
+  mtr_reader *r = (mtr_reader *)source;
+  if (index > r->access_count)
+    return ms_error_set(MS_ERR_ARG, "%s: cannot seek to access %llu (the trace has %llu)", r->path,
+                        (unsigned long long)index, (unsigned long long)r->access_count);
+  r->records = r->position = 0;
+  r->next_chunk = r->chunk_count;
+  if (index == r->access_count) return MS_OK;
+  uint64_t low = 0, high = r->chunk_count; /* last chunk whose first_index <= index */
+  while (high - low > 1) {
+    uint64_t mid = low + (high - low) / 2;
+    if (r->chunks[mid].first_index <= index)
+      low = mid;
+    else
+      high = mid;
+  }
+  int rc = load_chunk(r, low);
+  for (uint64_t skip = index - r->chunks[low].first_index; rc == 0 && skip > 0;) {
+    ms_access scratch[256];
+    uint32_t n = skip < 256 ? (uint32_t)skip : 256;
+    rc = decode_records(r, scratch, n);
+    skip -= n;
+  }
+  if (rc < 0) r->records = r->position = 0;
+  return rc;
+}
+
+static void reader_destroy(ms_source *source) {
+  mtr_reader *r = (mtr_reader *)source;
+  if (r->file) fclose(r->file);
+  ZSTD_freeDCtx(r->dctx);
+  free(r->compressed);
+  free(r->payload);
+  free(r->states);
+  free(r->chunks);
+  free(r->path);
+  ms_stream_info_clear(&r->source.info);
+  free(r);
+}
+
+static const ms_source_ops mtr_reader_ops = {reader_next, reader_seek, reader_destroy};
+
+/* Opens and validates everything but the chunks. */
+static int reader_open(const char *path, int with_decoder, mtr_reader **out) {
+  *out = NULL;
+  mtr_reader *r = calloc(1, sizeof *r);
+  if (!r) return ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr reader");
+  r->source.ops = &mtr_reader_ops;
+  r->source.info.exit_status = -1;
+  r->source.info.sites = ms_site_table_new();
+  r->path = strdup(path);
+  if (!r->source.info.sites || !r->path) {
+    reader_destroy(&r->source);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr reader");
+  }
+  int rc = MS_OK;
+  struct stat st;
+  r->file = fopen(path, "rb");
+  if (!r->file || fstat(fileno(r->file), &st) != 0)
+    rc = ms_error_set(MS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    rc = ms_error_set(MS_ERR_IO, "%s: not a regular file (.mtr needs seeking)", path);
+  uint32_t header_bytes = 0;
+  if (rc == 0) {
+    r->file_bytes = (uint64_t)st.st_size;
+    rc = read_header(r, &header_bytes);
+  }
+  if (rc == 0) rc = read_trailer(r, header_bytes);
+  if (rc == 0 && with_decoder) {
+    r->dctx = ZSTD_createDCtx();
+    r->states = malloc((size_t)r->slot_count * sizeof *r->states);
+    if (!r->dctx || !r->states)
+      rc = ms_error_set(MS_ERR_NOMEM, "%s: out of memory", path);
+    else
+      mtr_slot_reset(r->states, r->slot_count);
+  }
+  if (rc < 0) {
+    reader_destroy(&r->source);
+    return rc;
+  }
+  *out = r;
+  return MS_OK;
+}
+
+int ms_mtr_open(const char *path, ms_source **out) {
+  mtr_reader *r;
+  int rc = reader_open(path, 1, &r);
+  *out = rc == 0 ? &r->source : NULL;
+  return rc;
+}
+
+int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info) {
+  mtr_reader *r;
+  int rc = reader_open(path, 0, &r);
+  if (rc < 0) return rc;
+  if (stat) {
+    memset(stat, 0, sizeof *stat);
+    stat->version = r->version;
+    stat->access_count = r->access_count;
+    stat->chunk_count = r->chunk_count;
+    stat->file_bytes = r->file_bytes;
+    memcpy(stat->counts_by_kind, r->counts_by_kind, sizeof stat->counts_by_kind);
+    stat->truncated = (r->source.info.flags & MS_STREAM_TRUNCATED) != 0;
+  }
+  if (info) {
+    *info = r->source.info; /* ownership moves to the caller */
+    memset(&r->source.info, 0, sizeof r->source.info);
+  }
+  reader_destroy(&r->source);
+  return MS_OK;
+}

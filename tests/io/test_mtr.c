@@ -1,0 +1,373 @@
+/* .mtr: write -> read round trip of every field over millions of accesses and many chunks,
+ * seeking, stat, and corrupt input (bad magic, every single-byte flip and every cut of a
+ * small file), atomic output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h> /* after the headers it needs */
+
+#include "memsnap/memsnap.h"
+#include "memsnap/trace.h"
+
+#define SITE_COUNT 100
+
+static char temp_dir[] = "/tmp/memsnap-test-mtr-XXXXXX";
+
+static void temp_path(char *buf, size_t size, const char *name) {
+  snprintf(buf, size, "%s/%s", temp_dir, name);
+}
+
+static uint64_t next_random(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+/* Mixed accesses: strided runs per site, random addresses, the extremes 0 and UINT64_MAX,
+ * every kind, sizes 1..255, threads 0..3, sites 0..SITE_COUNT-1 and MS_SITE_NONE. */
+static ms_access *generate(size_t count, uint64_t seed) {
+  ms_access *a = malloc(count * sizeof *a);
+  uint64_t x = seed, last[SITE_COUNT + 1] = {0};
+  for (size_t i = 0; i < count;) {
+    uint64_t r = next_random(&x);
+    size_t run = 1 + r % 64;
+    uint32_t site = r % 17 == 0 ? MS_SITE_NONE : (uint32_t)(r >> 8) % SITE_COUNT;
+    uint64_t stride = (uint64_t)((int64_t)((r >> 20) % 9) - 4) * 8;
+    uint8_t kind = (uint8_t)((r >> 30) % 3), size = (uint8_t)(1 + (r >> 40) % 255);
+    uint16_t thread = (uint16_t)((r >> 50) % 4);
+    for (size_t k = 0; k < run && i < count; k++, i++) {
+      uint64_t *l = &last[site == MS_SITE_NONE ? SITE_COUNT : site];
+      uint64_t choice = next_random(&x) % 100;
+      if (choice < 2)
+        *l = 0;
+      else if (choice < 4)
+        *l = UINT64_MAX;
+      else if (choice < 10)
+        *l = next_random(&x);
+      else
+        *l += stride;
+      a[i] = (ms_access){.address = *l, .site = site, .thread = thread, .size = size, .kind = kind};
+      if (choice % 7 == 0) a[i].kind = (uint8_t)(choice % 3);
+    }
+  }
+  return a;
+}
+
+static void fill_info(ms_stream_info *info) {
+  memset(info, 0, sizeof *info);
+  info->sites = ms_site_table_new();
+  char *argv[] = {"./kernel", "--size", "1000", ""};
+  assert_int_equal(ms_stream_info_set_program(info, "/usr/bin/kernel", 4, argv), 0);
+  info->arch = strdup("amd64");
+  info->capture = strdup("valgrind");
+  info->flags = MS_STREAM_SAMPLED;
+  info->sample_on = 1000;
+  info->sample_off = 9000;
+  info->exit_status = -1;
+  for (uint32_t s = 0; s < SITE_COUNT; s++) {
+    char function[32];
+    snprintf(function, sizeof function, "f%u", s);
+    ms_site_table_add(info->sites, 0x400000 + 4 * s, s % 2 ? "/bin/kernel" : NULL,
+                      s % 3 ? function : NULL, s % 5 ? "kernel.c" : NULL, s);
+  }
+}
+
+static void write_trace(const char *path, const ms_access *a, size_t count, ms_stream_info *info) {
+  ms_sink *sink;
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  assert_int_equal(sink->ops->begin(sink, info), 0);
+  for (size_t i = 0; i < count; i += 3000) { /* odd batch size: batches straddle chunks */
+    ms_batch batch = {(ms_access *)a + i, count - i < 3000 ? count - i : 3000, 3000};
+    assert_int_equal(sink->ops->consume(sink, info, &batch), 0);
+  }
+  info->flags |= MS_STREAM_TRUNCATED; /* known only at the end */
+  info->exit_status = 139;
+  info->thread_count = 4;
+  assert_int_equal(sink->ops->end(sink, info), 0);
+  ms_sink_destroy(sink);
+}
+
+static void assert_accesses_equal(const ms_access *expected, const ms_access *got, size_t n,
+                                  uint64_t first) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&expected[i], &got[i], sizeof *got) != 0)
+      fail_msg("access %llu differs: address %llx/%llx site %u/%u thread %u/%u size %u/%u "
+               "kind %u/%u",
+               (unsigned long long)(first + i), (unsigned long long)expected[i].address,
+               (unsigned long long)got[i].address, expected[i].site, got[i].site,
+               expected[i].thread, got[i].thread, expected[i].size, got[i].size, expected[i].kind,
+               got[i].kind);
+}
+
+static void test_round_trip_many_chunks(void **state) {
+  (void)state;
+  const size_t count = 3000000;
+  ms_access *a = generate(count, 88172645463325252ull);
+  ms_stream_info info;
+  fill_info(&info);
+  char path[256];
+  temp_path(path, sizeof path, "big.mtr");
+  write_trace(path, a, count, &info);
+
+  ms_source *source;
+  assert_int_equal(ms_mtr_open(path, &source), 0);
+  const ms_stream_info *got = ms_source_info(source);
+  assert_string_equal(got->program, "/usr/bin/kernel");
+  assert_int_equal(got->argc, 4);
+  assert_string_equal(got->argv[0], "./kernel");
+  assert_string_equal(got->argv[2], "1000");
+  assert_string_equal(got->argv[3], "");
+  assert_string_equal(got->arch, "amd64");
+  assert_string_equal(got->capture, "valgrind");
+  assert_int_equal(got->flags, MS_STREAM_SAMPLED | MS_STREAM_TRUNCATED);
+  assert_int_equal(got->sample_on, 1000);
+  assert_int_equal(got->sample_off, 9000);
+  assert_int_equal(got->exit_status, 139);
+  assert_int_equal(got->thread_count, 4);
+  assert_int_equal(got->access_count, count);
+  assert_int_equal(ms_site_table_count(got->sites), SITE_COUNT);
+  for (uint32_t s = 0; s < SITE_COUNT; s++) {
+    const ms_site *e = ms_site_table_get(info.sites, s), *g = ms_site_table_get(got->sites, s);
+    assert_int_equal(e->pc, g->pc);
+    assert_int_equal(e->line, g->line);
+    assert_true((e->object == NULL) == (g->object == NULL));
+    if (e->object) assert_string_equal(e->object, g->object);
+    assert_true((e->function == NULL) == (g->function == NULL));
+    if (e->function) assert_string_equal(e->function, g->function);
+    assert_true((e->file == NULL) == (g->file == NULL));
+    if (e->file) assert_string_equal(e->file, g->file);
+  }
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 5000), 0);
+  size_t seen = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0) {
+    assert_true(seen + batch.count <= count);
+    assert_accesses_equal(a + seen, batch.accesses, batch.count, seen);
+    seen += batch.count;
+  }
+  assert_int_equal(n, 0);
+  assert_int_equal(seen, count);
+
+  /* seeking anywhere equals reading sequentially from there */
+  uint64_t x = 12345;
+  uint64_t targets[40] = {0, 1, 262143, 262144, 262145, count - 1, count, 524288};
+  for (int t = 8; t < 40; t++)
+    targets[t] = next_random(&x) % count;
+  for (int t = 0; t < 40; t++) {
+    assert_int_equal(ms_source_seek(source, targets[t]), 0);
+    batch.capacity = 5000;
+    n = ms_source_next(source, &batch);
+    size_t expect = count - targets[t] < 5000 ? count - targets[t] : 5000;
+    assert_int_equal(n, (int)expect);
+    assert_accesses_equal(a + targets[t], batch.accesses, batch.count, targets[t]);
+  }
+  assert_int_equal(ms_source_seek(source, count + 1), MS_ERR_ARG);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+
+  ms_mtr_stat mstat;
+  ms_stream_info stat_info;
+  assert_int_equal(ms_mtr_stat_file(path, &mstat, &stat_info), 0);
+  assert_int_equal(mstat.version, 1);
+  assert_int_equal(mstat.access_count, count);
+  assert_true(mstat.chunk_count > 10);
+  assert_true(mstat.truncated);
+  uint64_t kinds[3] = {0};
+  for (size_t i = 0; i < count; i++)
+    kinds[a[i].kind]++;
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(mstat.counts_by_kind[k], kinds[k]);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(mstat.file_bytes, (uint64_t)st.st_size);
+  assert_string_equal(stat_info.program, "/usr/bin/kernel");
+  assert_int_equal(ms_site_table_count(stat_info.sites), SITE_COUNT);
+  ms_stream_info_clear(&stat_info);
+  ms_stream_info_clear(&info);
+  unlink(path);
+  free(a);
+}
+
+/* A small valid file, loaded into memory, for the corruption tests. */
+static uint8_t *small_file(size_t *size, ms_access **accesses, size_t count) {
+  *accesses = generate(count, 42);
+  ms_stream_info info;
+  fill_info(&info);
+  char path[256];
+  temp_path(path, sizeof path, "small.mtr");
+  write_trace(path, *accesses, count, &info);
+  ms_stream_info_clear(&info);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *size = (size_t)ftell(f);
+  rewind(f);
+  uint8_t *data = malloc(*size);
+  assert_int_equal(fread(data, 1, *size, f), *size);
+  fclose(f);
+  return data;
+}
+
+static void put_file(const char *path, const uint8_t *data, size_t size) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, size, f), size);
+  fclose(f);
+}
+
+/* Opens and drains; returns the first error (0 if the whole file read back equal). */
+static int drain(const char *path, const ms_access *expected, size_t count) {
+  ms_source *source;
+  int rc = ms_mtr_open(path, &source);
+  if (rc < 0) return rc;
+  ms_batch batch;
+  ms_batch_init(&batch, 0);
+  size_t seen = 0;
+  while ((rc = ms_source_next(source, &batch)) > 0) {
+    if (seen + batch.count > count ||
+        memcmp(batch.accesses, expected + seen, batch.count * sizeof *expected) != 0)
+      fail_msg("%s: corrupted data read back without an error", path);
+    seen += batch.count;
+  }
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+  if (rc == 0 && seen != count) fail_msg("%s: short read without an error", path);
+  return rc;
+}
+
+static void test_every_cut_is_truncated(void **state) {
+  (void)state;
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, 600);
+  char path[256], expected[300];
+  temp_path(path, sizeof path, "cut.mtr");
+  for (size_t cut = 0; cut < size; cut++) {
+    put_file(path, data, cut);
+    assert_int_equal(drain(path, a, 600), MS_ERR_TRUNCATED);
+    snprintf(expected, sizeof expected, "%s: truncated at offset %zu", path, cut);
+    assert_string_equal(ms_error_message(), expected);
+  }
+  put_file(path, data, size);
+  assert_int_equal(drain(path, a, 600), 0);
+  unlink(path);
+  free(data);
+  free(a);
+}
+
+static void test_every_flipped_byte_is_caught(void **state) {
+  (void)state;
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, 600);
+  char path[256];
+  temp_path(path, sizeof path, "flip.mtr");
+  int errors = 0;
+  for (size_t at = 0; at < size; at++) {
+    data[at] ^= 0x20;
+    put_file(path, data, size);
+    int rc = drain(path, a, 600); /* fails the test if wrong data comes back */
+    if (rc < 0) {
+      errors++;
+      assert_non_null(strstr(ms_error_message(), path));
+      assert_non_null(strstr(ms_error_message(), "offset"));
+    }
+    data[at] ^= 0x20;
+  }
+  assert_true(errors > (int)size * 9 / 10); /* a few flips are harmless to zstd */
+  /* a flip inside the frame names the chunk */
+  size_t frame = 0;
+  for (size_t i = 0; i + 4 < size; i++)
+    if (memcmp(data + i, "MSCK", 4) == 0) frame = i + 40 + 20;
+  assert_true(frame > 0);
+  data[frame] ^= 0xff;
+  put_file(path, data, size);
+  assert_int_equal(drain(path, a, 600), MS_ERR_FORMAT);
+  assert_non_null(strstr(ms_error_message(), "chunk 0 corrupt ("));
+  data[frame] ^= 0xff;
+  /* bad magic */
+  data[1] = 'X';
+  put_file(path, data, size);
+  char expected[300];
+  snprintf(expected, sizeof expected, "%s: offset 0: not a memsnap trace (bad magic)", path);
+  assert_int_equal(drain(path, a, 600), MS_ERR_FORMAT);
+  assert_string_equal(ms_error_message(), expected);
+  unlink(path);
+  free(data);
+  free(a);
+}
+
+static void test_empty_trace_and_no_sites(void **state) {
+  (void)state;
+  char path[256];
+  temp_path(path, sizeof path, "empty.mtr");
+  ms_stream_info info = {.sites = ms_site_table_new(), .exit_status = 0};
+  ms_sink *sink;
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  assert_int_equal(sink->ops->begin(sink, &info), 0);
+  assert_int_equal(sink->ops->end(sink, &info), 0);
+  ms_sink_destroy(sink);
+  assert_int_equal(drain(path, NULL, 0), 0);
+  ms_mtr_stat mstat;
+  assert_int_equal(ms_mtr_stat_file(path, &mstat, NULL), 0);
+  assert_int_equal(mstat.access_count, 0);
+  assert_int_equal(mstat.chunk_count, 0);
+  /* a site beyond the table is refused, and the aborted file never appears */
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  ms_access bad = {.address = 1, .site = 3, .size = 4};
+  ms_batch batch = {&bad, 1, 1};
+  assert_int_equal(sink->ops->consume(sink, &info, &batch), MS_ERR_ARG);
+  ms_sink_destroy(sink);
+  assert_int_equal(drain(path, NULL, 0), 0); /* the old file is intact */
+  unlink(path);
+  ms_stream_info_clear(&info);
+}
+
+static void test_atomic_output(void **state) {
+  (void)state;
+  char path[256];
+  temp_path(path, sizeof path, "atomic.mtr");
+  ms_stream_info info = {.sites = ms_site_table_new(), .exit_status = 0};
+  ms_access one = {.address = 64, .site = MS_SITE_NONE, .size = 8};
+  ms_batch batch = {&one, 1, 1};
+  ms_sink *sink;
+  /* destroy without end() is an abort: no file, no temporary */
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  assert_int_equal(sink->ops->begin(sink, &info), 0);
+  assert_int_equal(sink->ops->consume(sink, &info, &batch), 0);
+  ms_sink_destroy(sink);
+  assert_int_equal(access(path, F_OK), -1);
+  char listing[300];
+  snprintf(listing, sizeof listing, "ls -A %s | grep -q atomic", temp_dir);
+  assert_int_not_equal(system(listing), 0);
+  /* a directory that does not exist: the error names the path */
+  assert_true(ms_mtr_sink_new("/nonexistent-dir/x.mtr", &sink) < 0);
+  assert_non_null(strstr(ms_error_message(), "/nonexistent-dir/x.mtr"));
+  assert_true(ms_din_sink_new("/nonexistent-dir/x.din", &sink) < 0);
+  ms_stream_info_clear(&info);
+}
+
+int main(void) {
+  if (!mkdtemp(temp_dir)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip_many_chunks),
+      cmocka_unit_test(test_every_cut_is_truncated),
+      cmocka_unit_test(test_every_flipped_byte_is_caught),
+      cmocka_unit_test(test_empty_trace_and_no_sites),
+      cmocka_unit_test(test_atomic_output),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  char command[300];
+  snprintf(command, sizeof command, "rm -rf %s", temp_dir);
+  if (system(command) != 0) return 1;
+  return failed;
+}
