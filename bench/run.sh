@@ -15,13 +15,15 @@ kernels="$build/tests/programs"
 work=$(mktemp -d /tmp/memsnap-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# Bench-sized runs of the test kernels: "name args".
+# Each kernel at three sizes: "name small | medium | large". Small runs are what zstd -19
+# compresses in seconds (the size comparison); medium runs are what Lackey traces in
+# seconds; large runs make Valgrind's start-up (~0.4 s) small next to the work compared.
 cases=(
-  "stream_add 2000000"
-  "matmul 200"
-  "stencil2d 600"
-  "gather 1000000"
-  "linked_list 300000"
+  "stream_add 100000 | 1000000 | 4000000"
+  "matmul 100 | 150 | 300"
+  "stencil2d 200 | 400 | 700"
+  "gather 100000 | 1000000 | 3000000"
+  "linked_list 50000 | 400000 | 600000"
 )
 regular="stream_add matmul stencil2d"
 
@@ -32,52 +34,71 @@ seconds() { # seconds COMMAND...: wall time of one run, output discarded
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
+json_count() { sed -n 's/.*"accesses": *\([0-9]*\).*/\1/p' | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+name_of() { echo "${1%% *}"; }
+small_args() { local a=${1#* }; echo "${a%%|*}"; }
+medium_args() { local a=${1#*|}; echo "${a%%|*}"; }
+large_args() { echo "${1##*|}"; }
 
-echo "== 1. recording (seconds, one run each) =="
-printf "%-12s %8s %10s %8s %8s %14s %14s\n" kernel native cachegrind lackey record record/cg lackey/record
-sum_cg=0; sum_lk=0; n=0
+echo "== 1a. recording vs cachegrind --cache-sim=yes (large runs, seconds) =="
+printf "%-12s %10s %8s %10s %8s %10s\n" kernel args native cachegrind record record/cg
+sum=0; n=0
 for c in "${cases[@]}"; do
-  set -- $c; name=$1; shift
-  native=$(seconds "$kernels/$name" "$@")
-  cg=$(seconds valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null "$kernels/$name" "$@")
-  lk=$(seconds sh -c 'valgrind --tool=lackey --trace-mem=yes "$@" > /dev/null 2>&1' sh "$kernels/$name" "$@")
-  rec=$(seconds "$memsnap" record -o "$work/$name.mtr" -- "$kernels/$name" "$@")
-  r1=$(ratio "$rec" "$cg"); r2=$(ratio "$lk" "$rec")
-  printf "%-12s %8s %10s %8s %8s %13sx %13sx\n" "$name" "$native" "$cg" "$lk" "$rec" "$r1" "$r2"
-  sum_cg=$(awk -v s="$sum_cg" -v r="$r1" 'BEGIN { print s + log(r) }')
-  sum_lk=$(awk -v s="$sum_lk" -v r="$r2" 'BEGIN { print s + log(r) }')
-  n=$((n + 1))
+  name=$(name_of "$c"); args=$(large_args "$c")
+  native=$(seconds "$kernels/$name" $args)
+  cg=$(seconds valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null "$kernels/$name" $args)
+  rec=$(seconds "$memsnap" record -o "$work/$name.large.mtr" -- "$kernels/$name" $args)
+  r=$(ratio "$rec" "$cg")
+  printf "%-12s %10s %8s %10s %8s %9sx\n" "$name" "$args" "$native" "$cg" "$rec" "$r"
+  sum=$(awk -v s="$sum" -v r="$r" 'BEGIN { print s + log(r) }'); n=$((n + 1))
 done
-awk -v a="$sum_cg" -v b="$sum_lk" -v n="$n" 'BEGIN {
-  printf "geometric mean: record/cachegrind %.2fx (target <= 1.5x), lackey/record %.1fx (target >= 10x)\n", exp(a / n), exp(b / n) }'
+awk -v s="$sum" -v n="$n" 'BEGIN { printf "geometric mean record/cachegrind %.2fx (target <= 1.5x)\n", exp(s / n) }'
 
 echo
-echo "== 2. trace size =="
-printf "%-12s %12s %12s %12s %14s %12s\n" kernel accesses mtr-bytes bytes/access zstd-19-bytes mtr/zstd-19
+echo "== 1b. lackey --trace-mem=yes > /dev/null vs recording (medium runs, seconds) =="
+printf "%-12s %10s %8s %8s %14s\n" kernel args lackey record lackey/record
+sum=0; n=0
 for c in "${cases[@]}"; do
-  set -- $c; name=$1
+  name=$(name_of "$c"); args=$(medium_args "$c")
+  lk=$(seconds sh -c 'valgrind --tool=lackey --trace-mem=yes "$@" > /dev/null 2>&1' sh "$kernels/$name" $args)
+  rec=$(seconds "$memsnap" record -o "$work/$name.medium.mtr" -- "$kernels/$name" $args)
+  r=$(ratio "$lk" "$rec")
+  printf "%-12s %10s %8s %8s %13sx\n" "$name" "$args" "$lk" "$rec" "$r"
+  sum=$(awk -v s="$sum" -v r="$r" 'BEGIN { print s + log(r) }'); n=$((n + 1))
+done
+awk -v s="$sum" -v n="$n" 'BEGIN { printf "geometric mean lackey/record %.1fx (target >= 10x)\n", exp(s / n) }'
+
+echo
+echo "== 2. trace size (small runs; large runs' bytes/access in the last column) =="
+printf "%-12s %10s %10s %12s %12s %11s %14s\n" kernel accesses mtr-bytes bytes/access zstd-19-bytes mtr/zstd-19 large:bytes/acc
+for c in "${cases[@]}"; do
+  name=$(name_of "$c")
   mtr="$work/$name.mtr"
-  accesses=$("$memsnap" info --json "$mtr" | sed -n 's/.*"accesses": *\([0-9]*\).*/\1/p' | head -1)
+  "$memsnap" record --quiet -o "$mtr" -- "$kernels/$name" $(small_args "$c") > /dev/null
+  accesses=$("$memsnap" info --json "$mtr" | json_count)
   bytes=$(stat -c %s "$mtr")
   "$build/bench/bench_raw" "$mtr" "$work/$name.raw"
   zstd -q -19 -T1 -f "$work/$name.raw" -o "$work/$name.raw.zst"
   zbytes=$(stat -c %s "$work/$name.raw.zst")
   rm -f "$work/$name.raw" "$work/$name.raw.zst"
-  tag=""; case " $regular " in *" $name "*) tag=" (regular: target <= 2)";; esac
-  printf "%-12s %12s %12s %12s %14s %11sx%s\n" "$name" "$accesses" "$bytes" \
-    "$(ratio "$bytes" "$accesses")" "$zbytes" "$(ratio "$bytes" "$zbytes")" "$tag"
+  large_accesses=$("$memsnap" info --json "$work/$name.large.mtr" | json_count)
+  large_bytes=$(stat -c %s "$work/$name.large.mtr")
+  tag=""; case " $regular " in *" $name "*) tag="  (regular: target <= 2 bytes/access)";; esac
+  printf "%-12s %10s %10s %12s %12s %10sx %14s%s\n" "$name" "$accesses" "$bytes" \
+    "$(awk -v a="$bytes" -v b="$accesses" 'BEGIN { printf "%.4f", a / b }')" "$zbytes" \
+    "$(ratio "$bytes" "$zbytes")" \
+    "$(awk -v a="$large_bytes" -v b="$large_accesses" 'BEGIN { printf "%.4f", a / b }')" "$tag"
 done
 
 echo
 echo "== 3. simulation =="
 for name in matmul gather; do
-  "$build/bench/bench_sim" "$work/$name.mtr"
+  "$build/bench/bench_sim" "$work/$name.large.mtr"
 done
 
 echo
 echo "== 4. reading .mtr =="
 for c in "${cases[@]}"; do
-  set -- $c
-  "$build/bench/bench_read" "$work/$1.mtr"
+  "$build/bench/bench_read" "$work/$(name_of "$c").large.mtr"
 done
