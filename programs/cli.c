@@ -25,23 +25,27 @@ int cli_fail(const char *command) {
   return 1;
 }
 
+/* The program after `--`, set aside by main() before any option parsing. */
+static int program_argc;
+static char **program_argv;
+
+int cli_set_aside_program(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--") == 0) {
+      program_argc = argc - i - 1;
+      program_argv = argv + i + 1;
+      argv[i] = NULL;
+      return i;
+    }
+  return argc;
+}
+
 void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
   memset(out, 0, sizeof *out);
-  int first = optind;
-  /* getopt_long consumed a `--` if it stopped on one */
-  if (optind > 1 && optind <= argc && strcmp(argv[optind - 1], "--") == 0) {
-    out->program_argc = argc - optind;
-    out->program_argv = argv + optind;
-    return;
-  }
-  int i = first;
-  while (i < argc && strcmp(argv[i], "--") != 0) i++;
-  out->count = i - first;
-  out->paths = argv + first;
-  if (i < argc) {
-    out->program_argc = argc - i - 1;
-    out->program_argv = argv + i + 1;
-  }
+  out->count = optind < argc ? argc - optind : 0;
+  out->paths = argv + optind;
+  out->program_argc = program_argc;
+  out->program_argv = program_argv;
 }
 
 /* The source that observes a live program, whose exit status the command passes through. */

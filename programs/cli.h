@@ -22,13 +22,17 @@ void cli_error(const char *command, const char *format, ...) __attribute__((form
 /* Prints ms_error_message() after the command name; returns 1 (a failing exit status). */
 int cli_fail(const char *command);
 
-/* After getopt_long: splits the remaining arguments into inputs (before `--`) and the
- * program to observe (after `--`). getopt_long must have been given a "+"-prefixed option
- * string, so that it stops at `--` or at the first non-option. */
+/* Called by main() before a subcommand runs: everything after the first `--` is the
+ * program to observe; it is set aside and argv is cut at `--` (returns the new argc), so
+ * that getopt_long may take options anywhere before it (`dump app.mtr --limit 20`) and
+ * never sees the program's own options. */
+int cli_set_aside_program(int argc, char **argv);
+
+/* After getopt_long: the positional arguments (trace paths) and the program set aside. */
 typedef struct cli_inputs {
-  int count;        /* positional arguments before `--` */
+  int count; /* positional arguments before `--` */
   char **paths;
-  int program_argc; /* 0 if no `--` */
+  int program_argc; /* 0 if there was no `--` */
   char **program_argv;
 } cli_inputs;
 void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out);

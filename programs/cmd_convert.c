@@ -24,7 +24,7 @@ int cmd_convert(int argc, char **argv) {
   int c;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+:t:h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":t:h", options, NULL)) != -1) {
     switch (c) {
     case 't':
       if (strcmp(optarg, "mtr") == 0)

@@ -79,7 +79,7 @@ int cmd_dump(int argc, char **argv) {
   int din = 0, c;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+:n:h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":n:h", options, NULL)) != -1) {
     switch (c) {
     case 'f':
     case 'n':

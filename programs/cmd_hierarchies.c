@@ -74,7 +74,7 @@ int cmd_hierarchies(int argc, char **argv) {
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'h': usage(stdout); return 0;

@@ -130,7 +130,7 @@ int cmd_info(int argc, char **argv) {
   int json = 0, c;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'h': usage(stdout); return 0;

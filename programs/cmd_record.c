@@ -56,7 +56,7 @@ int cmd_record(int argc, char **argv) {
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "+:o:qh", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:qh", options, NULL)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'q': quiet = 1; break;

@@ -82,7 +82,7 @@ static int parse_options(int argc, char **argv, sim_options *options) {
   optind = 1;
   int c;
   uint64_t number;
-  while ((c = getopt_long(argc, argv, "+:H:h", long_options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":H:h", long_options, NULL)) != -1) {
     switch (c) {
     case 'H': options->names[options->name_count++] = optarg; break;
     case 'a': options->all_catalog = 1; break;

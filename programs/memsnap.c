@@ -41,7 +41,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) {
+      int command_argc = cli_set_aside_program(argc - 1, argv + 1);
+      return commands[i].run(command_argc, argv + 1);
+    }
   fprintf(stderr, "memsnap: unknown command '%s' (memsnap --help lists them)\n", argv[1]);
   return 2;
 }

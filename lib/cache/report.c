@@ -20,6 +20,7 @@ typedef struct ranked_site {
 /* The `top` sites with most misses (ties: lower id first), in `ranked`; returns how many. */
 static int top_sites(const ms_cache_stats *stats, int top, ranked_site *ranked) {
   int count = 0;
+  if (top <= 0) return 0;
   for (uint32_t site = 0; site < stats->site_count; site++) {
     uint64_t misses = stats->site_misses[site];
     if (misses == 0 || (count == top && misses <= ranked[count - 1].misses)) continue;

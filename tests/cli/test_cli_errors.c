@@ -66,6 +66,15 @@ static void test_hierarchy_errors(void **state) {
   assert_true(memsnap("sim --hierarchy 32768/64 tiny.din") != 0);
   assert_one_line_error("32768/64", NULL);
   assert_int_equal(memsnap("sim --hierarchy 32768/64/8 tiny.din"), 0);
+  /* options after the input, and --top 0 (once read before its array) */
+  assert_int_equal(memsnap("sim tiny.din --hierarchy 32768/64/8 --top 0"), 0);
+  assert_int_equal(memsnap("dump tiny.din --limit 1"), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/out", dir);
+  char *text = test_read_file(path);
+  assert_non_null(text);
+  assert_string_equal(text, "0 0 load 0x1000 8 -\n");
+  free(text);
 }
 
 static void test_bad_files(void **state) {
