@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,15 @@ void cli_error(const char *command, const char *format, ...) {
 int cli_fail(const char *command) {
   cli_error(command, "%s", ms_error_message());
   return 1;
+}
+
+int cli_option_error(const char *command, int option, char **argv) {
+  const char *given = argv[optind - 1];
+  char short_option[3] = {'-', (char)optopt, '\0'};
+  if (optopt && given[0] == '-' && given[1] != '-') given = short_option;
+  if (option == ':') cli_error(command, "option %s needs a value", given);
+  else cli_error(command, "unknown option %s (memsnap %s --help lists them)", given, command);
+  return 2;
 }
 
 /* The program after `--`, set aside by main() before any option parsing. */

@@ -22,6 +22,10 @@ void cli_error(const char *command, const char *format, ...) __attribute__((form
 /* Prints ms_error_message() after the command name; returns 1 (a failing exit status). */
 int cli_fail(const char *command);
 
+/* After getopt_long returned ':' (missing value) or '?' (unknown option): one line naming
+ * the option; returns 2, the usage-error exit status. */
+int cli_option_error(const char *command, int option, char **argv);
+
 /* Called by main() before a subcommand runs: everything after the first `--` is the
  * program to observe; it is set aside and argv is cut at `--` (returns the new argc), so
  * that getopt_long may take options anywhere before it (`dump app.mtr --limit 20`) and

@@ -37,12 +37,7 @@ int cmd_convert(int argc, char **argv) {
       }
       break;
     case 'h': usage(stdout); return 0;
-    case ':':
-      cli_error(argv[0], "option %s needs a value", argv[optind - 1]);
-      return 2;
-    default:
-      cli_error(argv[0], "unknown option %s", argv[optind - 1]);
-      return 2;
+    default: return cli_option_error(argv[0], c, argv);
     }
   }
   cli_inputs inputs;

@@ -97,12 +97,7 @@ int cmd_dump(int argc, char **argv) {
       din = strcmp(optarg, "din") == 0;
       break;
     case 'h': usage(stdout); return 0;
-    case ':':
-      cli_error(argv[0], "option %s needs a value", argv[optind - 1]);
-      return 2;
-    default:
-      cli_error(argv[0], "unknown option %s", argv[optind - 1]);
-      return 2;
+    default: return cli_option_error(argv[0], c, argv);
     }
   }
   cli_inputs inputs;

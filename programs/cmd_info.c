@@ -134,9 +134,7 @@ int cmd_info(int argc, char **argv) {
     switch (c) {
     case 'j': json = 1; break;
     case 'h': usage(stdout); return 0;
-    default:
-      cli_error(argv[0], "unknown option %s", argv[optind - 1]);
-      return 2;
+    default: return cli_option_error(argv[0], c, argv);
     }
   }
   cli_inputs inputs;

@@ -116,8 +116,7 @@ static int parse_options(int argc, char **argv, sim_options *options) {
       break;
     case 'j': options->json = 1; break;
     case 'h': usage(stdout); return 0;
-    case ':': cli_error(argv[0], "option %s needs a value", argv[optind - 1]); return 2;
-    default: cli_error(argv[0], "unknown option %s (memsnap sim --help lists them)", argv[optind - 1]); return 2;
+    default: return cli_option_error(argv[0], c, argv);
     }
   }
   return -1;
