@@ -174,7 +174,11 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
     strings[i] = p;
     p = nul + 1;
   }
-  int64_t added = ms_site_table_add(table, pc, strings[0][0] ? strings[0] : NULL, NULL, NULL, 0);
+  /* Valgrind's names serve while the stream runs (a `dump --limit` may stop early); at the
+   * end of the stream resolve_sites replaces them with libdw's. */
+  int64_t added = ms_site_table_add(table, pc, strings[0][0] ? strings[0] : NULL,
+                                    strings[1][0] ? strings[1] : NULL,
+                                    strings[2][0] ? strings[2] : NULL, line);
   if (added < 0) return (int)added;
   if (id >= cs->names_capacity) {
     size_t capacity = cs->names_capacity ? 2 * cs->names_capacity : 1024;
@@ -191,6 +195,8 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
 /* libdw first; Valgrind's names where libdw knows nothing. */
 static void resolve_sites(capture_source *cs) {
   ms_site_table *table = cs->base.info.sites;
+  for (uint32_t id = 0; id < ms_site_table_count(table); id++)
+    ms_site_table_set_location(table, id, NULL, NULL, 0);
   for (size_t i = 0; i < cs->object_count; i++)
     (void)ms_site_table_resolve(table, cs->objects[i].path, cs->objects[i].bias);
   uint32_t count = ms_site_table_count(table);
