@@ -37,14 +37,16 @@ static inline bench_trace bench_load(const char *path) {
   while ((n = ms_source_next(source, &batch)) > 0) {
     if (trace.count + batch.count > capacity) {
       capacity = capacity ? capacity * 2 : 1 << 20;
-      while (capacity < trace.count + batch.count) capacity *= 2;
+      while (capacity < trace.count + batch.count)
+        capacity *= 2;
       trace.accesses = realloc(trace.accesses, capacity * sizeof *trace.accesses);
       if (!trace.accesses) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
       }
     }
-    for (size_t i = 0; i < batch.count; i++) trace.accesses[trace.count + i] = batch.accesses[i];
+    for (size_t i = 0; i < batch.count; i++)
+      trace.accesses[trace.count + i] = batch.accesses[i];
     trace.count += batch.count;
   }
   if (n < 0) {
@@ -61,17 +63,20 @@ static inline bench_trace bench_load(const char *path) {
 static inline uint64_t bench_read_loop(const bench_trace *trace) {
   uint64_t sum = 0;
   for (size_t start = 0; start < trace->count; start += MS_BATCH_CAPACITY) {
-    size_t end = start + MS_BATCH_CAPACITY < trace->count ? start + MS_BATCH_CAPACITY : trace->count;
+    size_t end =
+        start + MS_BATCH_CAPACITY < trace->count ? start + MS_BATCH_CAPACITY : trace->count;
     for (size_t i = start; i < end; i++) {
       const ms_access *a = &trace->accesses[i];
-      sum += a->address ^ ((uint64_t)a->site << 20) ^ ((uint64_t)a->thread << 8) ^ a->size ^ a->kind;
+      sum +=
+          a->address ^ ((uint64_t)a->site << 20) ^ ((uint64_t)a->thread << 8) ^ a->size ^ a->kind;
     }
   }
   return sum;
 }
 
 /* Best of `repeats` timings of the baseline loop, in seconds. */
-static inline double bench_time_read_loop(const bench_trace *trace, int repeats, uint64_t *checksum) {
+static inline double bench_time_read_loop(const bench_trace *trace, int repeats,
+                                          uint64_t *checksum) {
   double best = 1e30;
   for (int r = 0; r < repeats; r++) {
     double t0 = bench_now();

@@ -17,7 +17,8 @@ static double time_decode(const char *path, uint64_t *checksum, size_t *count) {
   while ((n = ms_source_next(source, &batch)) > 0) {
     for (size_t i = 0; i < batch.count; i++) {
       const ms_access *a = &batch.accesses[i];
-      *checksum += a->address ^ ((uint64_t)a->site << 20) ^ ((uint64_t)a->thread << 8) ^ a->size ^ a->kind;
+      *checksum +=
+          a->address ^ ((uint64_t)a->site << 20) ^ ((uint64_t)a->thread << 8) ^ a->size ^ a->kind;
     }
     *count += batch.count;
   }

@@ -54,11 +54,15 @@ int main(int argc, char **argv) {
     catalog[i] = parse_or_die(ms_hierarchy_catalog_get(i)->name);
   double one_pass = time_set(&trace, catalog, MS_HIERARCHY_CATALOG_EVALUATION);
   double separate = 0;
-  for (int i = 0; i < MS_HIERARCHY_CATALOG_EVALUATION; i++) separate += time_set(&trace, &catalog[i], 1);
+  for (int i = 0; i < MS_HIERARCHY_CATALOG_EVALUATION; i++)
+    separate += time_set(&trace, &catalog[i], 1);
 
-  printf("sim %s: %zu accesses (checksum %llx)\n", argv[1], trace.count, (unsigned long long)checksum);
-  printf("  memory loop          %8.4f s  %8.1f M accesses/s\n", memory, trace.count / memory / 1e6);
-  printf("  nehalem (3 levels)   %8.4f s  %8.1f M accesses/s\n", three_level, trace.count / three_level / 1e6);
+  printf("sim %s: %zu accesses (checksum %llx)\n", argv[1], trace.count,
+         (unsigned long long)checksum);
+  printf("  memory loop          %8.4f s  %8.1f M accesses/s\n", memory,
+         trace.count / memory / 1e6);
+  printf("  nehalem (3 levels)   %8.4f s  %8.1f M accesses/s\n", three_level,
+         trace.count / three_level / 1e6);
   printf("  ratio sim/memory %.2fx (target <= 12x)\n", three_level / memory);
   printf("  46 hierarchies, one pass   %8.3f s\n", one_pass);
   printf("  46 hierarchies, 46 passes  %8.3f s\n", separate);

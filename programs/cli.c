@@ -30,8 +30,10 @@ int cli_option_error(const char *command, int option, char **argv) {
   const char *given = argv[optind - 1];
   char short_option[3] = {'-', (char)optopt, '\0'};
   if (optopt && given[0] == '-' && given[1] != '-') given = short_option;
-  if (option == ':') cli_error(command, "option %s needs a value", given);
-  else cli_error(command, "unknown option %s (memsnap %s --help lists them)", given, command);
+  if (option == ':')
+    cli_error(command, "option %s needs a value", given);
+  else
+    cli_error(command, "unknown option %s (memsnap %s --help lists them)", given, command);
   return 2;
 }
 

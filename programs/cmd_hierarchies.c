@@ -25,14 +25,15 @@ static void print_text(void) {
   for (int i = 0; i < ms_hierarchy_catalog_count(); i++) {
     const ms_hierarchy_entry *entry = ms_hierarchy_catalog_get(i);
     ms_hierarchy_config config;
-    if (ms_hierarchy_parse(entry->name, &config) < 0) continue; /* the catalog test rules this out */
+    if (ms_hierarchy_parse(entry->name, &config) < 0)
+      continue; /* the catalog test rules this out */
     printf("%-20s", entry->name);
     for (int l = 0; l < 3; l++) {
       char level[64] = "-";
       if (l < config.level_count)
         snprintf(level, sizeof level, "%" PRIu64 "/%" PRIu32 "/%" PRIu32 " (%" PRIu64 ")",
-                 config.levels[l].size, config.levels[l].line_size,
-                 config.levels[l].associativity, sets_of(&config.levels[l]));
+                 config.levels[l].size, config.levels[l].line_size, config.levels[l].associativity,
+                 sets_of(&config.levels[l]));
       printf(" %-22s", level);
     }
     printf(" %s\n", entry->source);
@@ -53,7 +54,8 @@ static void print_json(void) {
     for (int l = 0; l < config.level_count; l++) {
       json_object *level = json_object_new_object();
       json_object_object_add(level, "size", json_object_new_uint64(config.levels[l].size));
-      json_object_object_add(level, "line_size", json_object_new_uint64(config.levels[l].line_size));
+      json_object_object_add(level, "line_size",
+                             json_object_new_uint64(config.levels[l].line_size));
       json_object_object_add(level, "associativity",
                              json_object_new_uint64(config.levels[l].associativity));
       json_object_object_add(level, "sets", json_object_new_uint64(sets_of(&config.levels[l])));
@@ -63,7 +65,7 @@ static void print_json(void) {
     json_object_array_add(array, object);
   }
   printf("%s\n", json_object_to_json_string_ext(array, JSON_C_TO_STRING_PRETTY |
-                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
+                                                           JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put(array);
 }
 
@@ -85,7 +87,9 @@ int cmd_hierarchies(int argc, char **argv) {
     cli_error(argv[0], "unexpected argument %s", argv[optind]);
     return 2;
   }
-  if (json) print_json();
-  else print_text();
+  if (json)
+    print_json();
+  else
+    print_text();
   return fflush(stdout) == 0 ? 0 : 1;
 }

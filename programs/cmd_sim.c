@@ -17,7 +17,8 @@
 
 static void usage(FILE *to) {
   fprintf(to,
-          "usage: memsnap sim --hierarchy H [--hierarchy H ...] [OPTIONS] (TRACE | -- PROGRAM ARGS...)\n"
+          "usage: memsnap sim --hierarchy H [--hierarchy H ...] [OPTIONS] (TRACE | -- PROGRAM "
+          "ARGS...)\n"
           "  -H, --hierarchy H   a catalog name (memsnap hierarchies) or size/line/assoc[,...],\n"
           "                      sizes with k or M suffixes: 32k/64/8,256k/64/8 (repeatable)\n"
           "  --all-catalog       every hierarchy of the catalog\n"
@@ -53,11 +54,13 @@ static ms_hierarchy_config *build_configs(const char *command, const sim_options
     return NULL;
   }
   for (int i = 0; i < *count; i++) {
-    const char *name =
-        i < options->name_count ? options->names[i] : ms_hierarchy_catalog_get(i - options->name_count)->name;
+    const char *name = i < options->name_count
+                           ? options->names[i]
+                           : ms_hierarchy_catalog_get(i - options->name_count)->name;
     ms_hierarchy_config *config = &configs[i];
     int rc = ms_hierarchy_parse(name, config);
-    for (int l = 0; rc == MS_OK && l < config->level_count; l++) config->levels[l].policy = options->policy;
+    for (int l = 0; rc == MS_OK && l < config->level_count; l++)
+      config->levels[l].policy = options->policy;
     config->write_policy = options->write_policy;
     config->model = options->model;
     config->seed = options->seed;
@@ -72,12 +75,16 @@ static ms_hierarchy_config *build_configs(const char *command, const sim_options
 }
 
 static int parse_options(int argc, char **argv, sim_options *options) {
-  static const struct option long_options[] = {
-      {"hierarchy", required_argument, NULL, 'H'}, {"all-catalog", no_argument, NULL, 'a'},
-      {"policy", required_argument, NULL, 'p'},    {"seed", required_argument, NULL, 's'},
-      {"write-through", no_argument, NULL, 'w'},   {"model", required_argument, NULL, 'm'},
-      {"top", required_argument, NULL, 't'},       {"json", no_argument, NULL, 'j'},
-      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  static const struct option long_options[] = {{"hierarchy", required_argument, NULL, 'H'},
+                                               {"all-catalog", no_argument, NULL, 'a'},
+                                               {"policy", required_argument, NULL, 'p'},
+                                               {"seed", required_argument, NULL, 's'},
+                                               {"write-through", no_argument, NULL, 'w'},
+                                               {"model", required_argument, NULL, 'm'},
+                                               {"top", required_argument, NULL, 't'},
+                                               {"json", no_argument, NULL, 'j'},
+                                               {"help", no_argument, NULL, 'h'},
+                                               {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;
@@ -124,8 +131,11 @@ static int parse_options(int argc, char **argv, sim_options *options) {
 
 int cmd_sim(int argc, char **argv) {
   sim_options options = {.names = calloc((size_t)argc + 1, sizeof(char *)),
-                         .policy = MS_CACHE_LRU, .seed = 1, .write_policy = MS_CACHE_WRITE_BACK,
-                         .model = MS_CACHE_MODEL_MEMSNAP, .top = 10};
+                         .policy = MS_CACHE_LRU,
+                         .seed = 1,
+                         .write_policy = MS_CACHE_WRITE_BACK,
+                         .model = MS_CACHE_MODEL_MEMSNAP,
+                         .top = 10};
   if (!options.names) {
     cli_error(argv[0], "out of memory");
     return 1;

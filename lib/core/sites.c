@@ -33,7 +33,8 @@ void ms_site_table_free(ms_site_table *table) {
     free((char *)table->sites[i].function);
     free((char *)table->sites[i].file);
   }
-  for (uint32_t i = 0; i < table->object_count; i++) free(table->objects[i]);
+  for (uint32_t i = 0; i < table->object_count; i++)
+    free(table->objects[i]);
   free(table->objects);
   free(table->sites);
   free(table->slots);
@@ -53,7 +54,8 @@ static inline uint32_t hash_pc(uint64_t pc, uint32_t slot_count) {
 static int rehash(ms_site_table *table, uint32_t slot_count) {
   int64_t *slots = malloc(slot_count * sizeof *slots);
   if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
-  for (uint32_t i = 0; i < slot_count; i++) slots[i] = -1;
+  for (uint32_t i = 0; i < slot_count; i++)
+    slots[i] = -1;
   for (uint32_t id = 0; id < table->count; id++) {
     uint32_t s = hash_pc(table->sites[id].pc, slot_count);
     while (slots[s] >= 0) {
@@ -184,7 +186,9 @@ static function_symbol *sorted_function_symbols(Dwfl_Module *module, size_t *cou
       continue;
     int bind = GELF_ST_BIND(sym.st_info);
     symbols[n++] = (function_symbol){address, address + sym.st_size, name,
-                                     bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2};
+                                     bind == STB_GLOBAL ? 0
+                                     : bind == STB_WEAK ? 1
+                                                        : 2};
   }
   qsort(symbols, n, sizeof *symbols, compare_function_symbols);
   *count = n;
@@ -196,8 +200,10 @@ static const char *function_at(const function_symbol *symbols, size_t count, Dwa
   size_t low = 0, high = count; /* first index whose start > address */
   while (low < high) {
     size_t mid = low + (high - low) / 2;
-    if (symbols[mid].start <= address) low = mid + 1;
-    else high = mid;
+    if (symbols[mid].start <= address)
+      low = mid + 1;
+    else
+      high = mid;
   }
   for (size_t i = low; i-- > 0;) {
     if (symbols[i].start + (1u << 20) < address) break; /* no function is that long */

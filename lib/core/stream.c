@@ -7,8 +7,7 @@
 #include "memsnap/error.h"
 
 int ms_source_seek(ms_source *source, uint64_t index) {
-  if (!source->ops->seek)
-    return ms_error_set(MS_ERR_UNSUPPORTED, "this source cannot seek");
+  if (!source->ops->seek) return ms_error_set(MS_ERR_UNSUPPORTED, "this source cannot seek");
   return source->ops->seek(source, index);
 }
 
@@ -59,7 +58,8 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 int ms_stream_info_set_program(ms_stream_info *info, const char *program, int argc,
                                char *const *argv) {
   free(info->program);
-  for (int i = 0; i < info->argc; i++) free(info->argv[i]);
+  for (int i = 0; i < info->argc; i++)
+    free(info->argv[i]);
   free(info->argv);
   info->program = dup_or_null(program);
   info->argc = 0;
@@ -68,7 +68,8 @@ int ms_stream_info_set_program(ms_stream_info *info, const char *program, int ar
     return ms_error_set(MS_ERR_NOMEM, "out of memory for the program's arguments");
   for (int i = 0; i < argc; i++) {
     info->argv[i] = strdup(argv[i]);
-    if (!info->argv[i]) return ms_error_set(MS_ERR_NOMEM, "out of memory for the program's arguments");
+    if (!info->argv[i])
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for the program's arguments");
     info->argc = i + 1;
   }
   return MS_OK;
@@ -76,7 +77,8 @@ int ms_stream_info_set_program(ms_stream_info *info, const char *program, int ar
 
 void ms_stream_info_clear(ms_stream_info *info) {
   free(info->program);
-  for (int i = 0; i < info->argc; i++) free(info->argv[i]);
+  for (int i = 0; i < info->argc; i++)
+    free(info->argv[i]);
   free(info->argv);
   free(info->arch);
   free(info->capture);

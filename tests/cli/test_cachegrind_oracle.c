@@ -33,14 +33,17 @@ static cachegrind_counts parse_cachegrind(const char *path) {
   int count = 0;
   char *p = events + 8;
   while (*p && *p != '\n' && count < 16) {
-    while (*p == ' ') p++;
+    while (*p == ' ')
+      p++;
     int n = 0;
-    while (*p && *p != ' ' && *p != '\n' && n < 15) names[count][n++] = *p++;
+    while (*p && *p != ' ' && *p != '\n' && n < 15)
+      names[count][n++] = *p++;
     names[count][n] = '\0';
     if (n) count++;
   }
   p = summary + 9;
-  for (int i = 0; i < count; i++) values[i] = strtoull(p, &p, 10);
+  for (int i = 0; i < count; i++)
+    values[i] = strtoull(p, &p, 10);
   cachegrind_counts counts = {0, 0, 0};
   for (int i = 0; i < count; i++) {
     if (!strcmp(names[i], "Dr") || !strcmp(names[i], "Dw")) counts.data_refs += values[i];
@@ -83,14 +86,21 @@ static void check_kernel(const char *name, const char *args) {
   test_kernel(name, kernel, sizeof kernel);
   const char *memsnap = test_env("MEMSNAP");
   char *dir = test_tempdir();
-  assert_int_equal(test_run("'%s' record --quiet -o %s/k.mtr -- %s %s", memsnap, dir, kernel, args), 0);
+  assert_int_equal(test_run("'%s' record --quiet -o %s/k.mtr -- %s %s", memsnap, dir, kernel, args),
+                   0);
   assert_int_equal(test_run("valgrind -q --tool=cachegrind --cache-sim=yes --D1=32768,8,64 "
                             "--LL=8388608,16,64 --cachegrind-out-file=%s/cg.out %s %s > /dev/null",
-                            dir, kernel, args), 0);
-  assert_int_equal(test_run("'%s' sim --json --model cachegrind --hierarchy 32768/64/8 %s/k.mtr > %s/d1.json",
-                            memsnap, dir, dir), 0);
-  assert_int_equal(test_run("'%s' sim --json --model cachegrind --hierarchy 32768/64/8,8388608/64/16 "
-                            "%s/k.mtr > %s/ll.json", memsnap, dir, dir), 0);
+                            dir, kernel, args),
+                   0);
+  assert_int_equal(
+      test_run("'%s' sim --json --model cachegrind --hierarchy 32768/64/8 %s/k.mtr > %s/d1.json",
+               memsnap, dir, dir),
+      0);
+  assert_int_equal(
+      test_run("'%s' sim --json --model cachegrind --hierarchy 32768/64/8,8388608/64/16 "
+               "%s/k.mtr > %s/ll.json",
+               memsnap, dir, dir),
+      0);
   char path[1024];
   snprintf(path, sizeof path, "%s/cg.out", dir);
   cachegrind_counts cg = parse_cachegrind(path);
@@ -113,16 +123,31 @@ static void check_kernel(const char *name, const char *args) {
   test_rmdir(dir);
 }
 
-static void test_stream_add(void **state) { (void)state; check_kernel("stream_add", ""); }
-static void test_matmul(void **state) { (void)state; check_kernel("matmul", ""); }
-static void test_stencil2d(void **state) { (void)state; check_kernel("stencil2d", ""); }
-static void test_gather(void **state) { (void)state; check_kernel("gather", ""); }
-static void test_linked_list(void **state) { (void)state; check_kernel("linked_list", ""); }
+static void test_stream_add(void **state) {
+  (void)state;
+  check_kernel("stream_add", "");
+}
+static void test_matmul(void **state) {
+  (void)state;
+  check_kernel("matmul", "");
+}
+static void test_stencil2d(void **state) {
+  (void)state;
+  check_kernel("stencil2d", "");
+}
+static void test_gather(void **state) {
+  (void)state;
+  check_kernel("gather", "");
+}
+static void test_linked_list(void **state) {
+  (void)state;
+  check_kernel("linked_list", "");
+}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stream_add), cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_stencil2d),  cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_stream_add),  cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_stencil2d),   cmocka_unit_test(test_gather),
       cmocka_unit_test(test_linked_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,8 @@ static void assert_one_line_error(const char *fragment1, const char *fragment2) 
   assert_non_null(err);
   size_t length = strlen(err);
   int lines = 0;
-  for (size_t i = 0; i < length; i++) lines += err[i] == '\n';
+  for (size_t i = 0; i < length; i++)
+    lines += err[i] == '\n';
   if (lines != 1 || !strstr(err, fragment1) || (fragment2 && !strstr(err, fragment2)))
     fail_msg("expected one line with '%s' and '%s', got: %s", fragment1, fragment2 ? fragment2 : "",
              err);
@@ -100,7 +101,8 @@ static void test_truncated_mtr(void **state) {
   char command[2048];
   snprintf(command, sizeof command, "record --quiet -o whole.mtr -- %s", kernel);
   assert_int_equal(memsnap(command), 0);
-  assert_int_equal(test_run("cd %s && head -c $(( $(stat -c %%s whole.mtr) / 2 )) whole.mtr > cut.mtr", dir), 0);
+  assert_int_equal(
+      test_run("cd %s && head -c $(( $(stat -c %%s whole.mtr) / 2 )) whole.mtr > cut.mtr", dir), 0);
   assert_true(memsnap("info cut.mtr") != 0);
   assert_one_line_error("cut.mtr", "offset");
   assert_true(memsnap("dump cut.mtr") != 0);
@@ -116,11 +118,13 @@ static void test_program_failures(void **state) {
   assert_one_line_error("/nonexistent/program", NULL);
   assert_false(file_exists("none.mtr"));
 
-  snprintf(command, sizeof command, "record --quiet -o exit3.mtr -- %s", test_kernel("exit3", kernel, sizeof kernel));
+  snprintf(command, sizeof command, "record --quiet -o exit3.mtr -- %s",
+           test_kernel("exit3", kernel, sizeof kernel));
   assert_int_equal(memsnap(command), 3);
   assert_int_equal(memsnap("info exit3.mtr"), 0);
 
-  snprintf(command, sizeof command, "record --quiet -o segv.mtr -- %s", test_kernel("segv", kernel, sizeof kernel));
+  snprintf(command, sizeof command, "record --quiet -o segv.mtr -- %s",
+           test_kernel("segv", kernel, sizeof kernel));
   assert_int_equal(memsnap(command), 128 + 11);
   assert_int_equal(memsnap("info segv.mtr"), 0);
   char path[1024];
@@ -146,8 +150,8 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_hierarchy_errors),
-      cmocka_unit_test(test_bad_files),     cmocka_unit_test(test_truncated_mtr),
+      cmocka_unit_test(test_usage_errors),     cmocka_unit_test(test_hierarchy_errors),
+      cmocka_unit_test(test_bad_files),        cmocka_unit_test(test_truncated_mtr),
       cmocka_unit_test(test_program_failures),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

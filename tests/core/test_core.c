@@ -25,7 +25,8 @@ static void test_site_table_add_find(void **state) {
   ms_site_table *table = ms_site_table_new();
   /* enough sites to force several rehashes */
   for (uint64_t i = 0; i < 5000; i++)
-    assert_int_equal(ms_site_table_add(table, 0x400000 + 4 * i, "/bin/x", NULL, NULL, 0), (int64_t)i);
+    assert_int_equal(ms_site_table_add(table, 0x400000 + 4 * i, "/bin/x", NULL, NULL, 0),
+                     (int64_t)i);
   /* a duplicate pc gets a new id, but find keeps answering the first */
   assert_int_equal(ms_site_table_add(table, 0x400000, "/bin/x", "f", "f.c", 3), 5000);
   assert_int_equal(ms_site_table_count(table), 5001);
@@ -39,8 +40,7 @@ static void test_site_table_add_find(void **state) {
   char buf[128];
   assert_string_equal(ms_site_describe(ms_site_table_get(table, 7), buf, sizeof buf),
                       "kernel (k.c:42)");
-  assert_string_equal(ms_site_describe(ms_site_table_get(table, 8), buf, sizeof buf),
-                      "0x400020");
+  assert_string_equal(ms_site_describe(ms_site_table_get(table, 8), buf, sizeof buf), "0x400020");
   ms_site_table_free(table);
 }
 
@@ -79,7 +79,8 @@ static void test_site_table_resolve_self(void **state) {
   if (pc < bias) bias = 0;
   int64_t id = ms_site_table_add(table, pc, exe, NULL, NULL, 0);
   ms_site_table_add(table, pc, "/some/other/object", NULL, NULL, 0);
-  int resolved = ms_site_table_resolve(table, exe, strstr(exe, "asan") || pc > 0x1000000 ? bias : 0);
+  int resolved =
+      ms_site_table_resolve(table, exe, strstr(exe, "asan") || pc > 0x1000000 ? bias : 0);
   assert_int_equal(resolved, 1);
   const ms_site *site = ms_site_table_get(table, (uint32_t)id);
   assert_string_equal(site->function, "marker_function");
@@ -128,7 +129,8 @@ static int summing_begin(ms_sink *sink, const ms_stream_info *info) {
 static int summing_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
   (void)info;
   summing_sink *self = (summing_sink *)sink;
-  for (size_t i = 0; i < batch->count; i++) self->sum += batch->accesses[i].address;
+  for (size_t i = 0; i < batch->count; i++)
+    self->sum += batch->accesses[i].address;
   self->count += batch->count;
   return 0;
 }
@@ -138,7 +140,8 @@ static int summing_end(ms_sink *sink, const ms_stream_info *info) {
   return 0;
 }
 static void summing_destroy(ms_sink *sink) { (void)sink; }
-static const ms_sink_ops summing_ops = {summing_begin, summing_consume, summing_end, summing_destroy};
+static const ms_sink_ops summing_ops = {summing_begin, summing_consume, summing_end,
+                                        summing_destroy};
 
 static void test_pipeline_fan_out(void **state) {
   (void)state;
@@ -194,16 +197,20 @@ static void test_output_atomic(void **state) {
 
 static void test_errors(void **state) {
   (void)state;
-  assert_int_equal(ms_error_set(MS_ERR_FORMAT, "%s: offset %d: bad magic", "t.mtr", 0), MS_ERR_FORMAT);
+  assert_int_equal(ms_error_set(MS_ERR_FORMAT, "%s: offset %d: bad magic", "t.mtr", 0),
+                   MS_ERR_FORMAT);
   assert_string_equal(ms_error_message(), "t.mtr: offset 0: bad magic");
   assert_string_equal(ms_status_name(MS_ERR_TRUNCATED), "truncated input");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_access_kinds),      cmocka_unit_test(test_site_table_add_find),
-      cmocka_unit_test(test_site_table_resolve_self), cmocka_unit_test(test_pipeline_fan_out),
-      cmocka_unit_test(test_output_atomic),     cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_access_kinds),
+      cmocka_unit_test(test_site_table_add_find),
+      cmocka_unit_test(test_site_table_resolve_self),
+      cmocka_unit_test(test_pipeline_fan_out),
+      cmocka_unit_test(test_output_atomic),
+      cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

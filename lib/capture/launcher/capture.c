@@ -176,9 +176,9 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
   }
   /* Valgrind's names serve while the stream runs (a `dump --limit` may stop early); at the
    * end of the stream resolve_sites replaces them with libdw's. */
-  int64_t added = ms_site_table_add(table, pc, strings[0][0] ? strings[0] : NULL,
-                                    strings[1][0] ? strings[1] : NULL,
-                                    strings[2][0] ? strings[2] : NULL, line);
+  int64_t added =
+      ms_site_table_add(table, pc, strings[0][0] ? strings[0] : NULL,
+                        strings[1][0] ? strings[1] : NULL, strings[2][0] ? strings[2] : NULL, line);
   if (added < 0) return (int)added;
   if (id >= cs->names_capacity) {
     size_t capacity = cs->names_capacity ? 2 * cs->names_capacity : 1024;
