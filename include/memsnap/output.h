@@ -10,9 +10,9 @@
 #include <stdio.h>
 
 typedef struct ms_output {
-  FILE *file;        /* write here */
-  char *path;        /* target path */
-  char *temp_path;   /* temporary path, NULL for stdout */
+  FILE *file;      /* write here */
+  char *path;      /* target path */
+  char *temp_path; /* temporary path, NULL for stdout */
 } ms_output;
 
 int ms_output_open(ms_output *out, const char *path);

@@ -20,17 +20,17 @@ enum {
 };
 
 typedef struct ms_stream_info {
-  char *program;           /* path of the observed program, or NULL */
-  int argc;                /* its arguments, argv[0] included */
+  char *program; /* path of the observed program, or NULL */
+  int argc;      /* its arguments, argv[0] included */
   char **argv;
-  char *arch;              /* "amd64", ... */
-  char *capture;           /* how the accesses were observed: "valgrind", "lackey", "din", ... */
-  uint32_t thread_count;   /* threads seen so far (final at end of stream) */
-  uint64_t access_count;   /* total accesses if known in advance, else 0 */
-  uint32_t flags;          /* MS_STREAM_* */
+  char *arch;            /* "amd64", ... */
+  char *capture;         /* how the accesses were observed: "valgrind", "lackey", "din", ... */
+  uint32_t thread_count; /* threads seen so far (final at end of stream) */
+  uint64_t access_count; /* total accesses if known in advance, else 0 */
+  uint32_t flags;        /* MS_STREAM_* */
   uint64_t sample_on, sample_off;
-  int exit_status;         /* live program: exit code, or 128+signal; -1 unknown */
-  ms_site_table *sites;    /* never NULL */
+  int exit_status;      /* live program: exit code, or 128+signal; -1 unknown */
+  ms_site_table *sites; /* never NULL */
 } ms_stream_info;
 
 typedef struct ms_source ms_source;
