@@ -4,7 +4,7 @@
  *
  * Random bytes rarely get past the CRCs and zstd's checksum, so inputs whose first byte is
  * 'S' are structured instead: the rest is wrapped into a well-formed file (valid header,
- * one chunk with correct CRC and checksum, trailer, footer) whose decompressed columns are
+ * one chunk with correct CRC and checksums, trailer, footer) whose decompressed columns are
  * the fuzzer's bytes. That puts the record decoder itself under the fuzzer. */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +19,9 @@
 #include <zstd.h>
 
 /* 'S', u8 site count, u16 records, u16 site bytes, u16 address bytes, u16 attribute bytes,
- * then the columns (cut or zero-padded to those sizes). Returns the file's size. */
+ * then the columns: tags, sites, addresses, attributes (cut or zero-padded to those sizes).
+ * The tags, sites and attributes go in the column frame, the addresses in the address frame.
+ * Returns the file's size. */
 static size_t build_structured(const uint8_t *data, size_t size, uint8_t *out, size_t capacity) {
   if (size < 10) return 0;
   uint32_t sites = data[1], records = get_u16(data + 2) % 4096 + 1;
@@ -40,12 +42,20 @@ static size_t build_structured(const uint8_t *data, size_t size, uint8_t *out, s
   put_u32(p + 56, mtr_crc32(p, 56));
   p += 60;
   uint8_t *chunk = p;
+  static uint8_t columns[4096 + 8192 + 8192];
+  size_t address_at = records + site_bytes, column_bytes = address_at + attribute_bytes;
+  memcpy(columns, payload, address_at);
+  memcpy(columns + address_at, payload + address_at + address_bytes, attribute_bytes);
   ZSTD_CCtx *cctx = ZSTD_createCCtx();
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  size_t compressed =
-      ZSTD_compress2(cctx, chunk + 40, capacity - 60 - 40 - 32768, payload, payload_bytes);
+  size_t room = capacity - 60 - 40 - 32768;
+  size_t compressed = ZSTD_compress2(cctx, chunk + 40, room, columns, column_bytes);
+  size_t address_compressed = ZSTD_isError(compressed)
+                                  ? compressed
+                                  : ZSTD_compress2(cctx, chunk + 40 + compressed, room - compressed,
+                                                   payload + address_at, address_bytes);
   ZSTD_freeCCtx(cctx);
-  if (ZSTD_isError(compressed)) return 0;
+  if (ZSTD_isError(compressed) || ZSTD_isError(address_compressed)) return 0;
   memcpy(chunk, MTR_CHUNK_MAGIC, 4);
   put_u32(chunk + 4, records);
   put_u64(chunk + 8, 0);
@@ -53,9 +63,9 @@ static size_t build_structured(const uint8_t *data, size_t size, uint8_t *out, s
   put_u32(chunk + 20, site_bytes);
   put_u32(chunk + 24, address_bytes);
   put_u32(chunk + 28, attribute_bytes);
-  put_u32(chunk + 32, 0);
+  put_u32(chunk + 32, (uint32_t)address_compressed);
   put_u32(chunk + 36, mtr_crc32(chunk, 36));
-  p = chunk + 40 + compressed;
+  p = chunk + 40 + compressed + address_compressed;
   uint8_t *trailer = p;
   memcpy(p, MTR_TRAILER_MAGIC, 4);
   put_u32(p + 4, 1);

@@ -34,22 +34,64 @@ _Static_assert(offsetof(ms_access, site) == 8, "ms_access: address, then 8 bytes
 #ifndef MTR_ZSTD_LEVEL
 #define MTR_ZSTD_LEVEL 1
 #endif
+#ifndef MTR_ADDRESS_FAST_LEVEL /* overridable for measurements only */
+#define MTR_ADDRESS_FAST_LEVEL (-1)
+#endif
+#ifndef MTR_ADDRESS_RAW_DENOMINATOR
+#define MTR_ADDRESS_RAW_DENOMINATOR 8 /* level 1 saving less than 1/8: use the fast level */
+#endif
 #define MTR_SITES_ZSTD_LEVEL 9 /* written once, at the end */
 #define MTR_NO_STRING UINT32_MAX
 
-/* Tag bits: set when the record departs from the prediction. */
-enum { MTR_SITE_MISS = 1, MTR_ADDRESS_MISS = 2, MTR_ATTRIBUTES_CHANGE = 4, MTR_TAG_MASK = 7 };
+/* Tag bits. The low three are set when the record departs from the prediction; on an
+ * address miss, bit 3 names the base of the stored delta and bits 4-6 hold its byte count
+ * minus one (docs/formats.md, "Records"). */
+enum {
+  MTR_SITE_MISS = 1,
+  MTR_ADDRESS_MISS = 2,
+  MTR_ATTRIBUTES_CHANGE = 4,
+  MTR_FROM_PREVIOUS = 8, /* the delta is from the previous record's address */
+  MTR_WIDTH_SHIFT = 4,
+  MTR_TAG_MASK = 0x7f
+};
+
+/* Nonzero if one of the n tags has bit 7 set, or a base or width without an address miss.
+ * Eight tags at a time (SWAR): checking them here, once per chunk, takes the check out of the
+ * decoding loop; a byte-at-a-time loop, which gcc -O2 does not vectorize, took 20% of
+ * matmul's decoding time, and checking each tag inside the decoding loop instead made gather
+ * 1.3x slower. */
+static inline uint64_t mtr_tags_invalid(const uint8_t *tags, size_t n) {
+  const uint64_t ones = 0x0101010101010101u;
+  uint64_t bad = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    memcpy(&x, tags + i, 8);
+    uint64_t miss = ((x >> 1) & ones) * 0xff; /* 0xff in the bytes with an address miss */
+    bad |= (x & 0x80 * ones) | (x & 0x78 * ones & ~miss);
+  }
+  for (; i < n; i++)
+    bad |= (tags[i] & 0x80u) | (tags[i] & (tags[i] & MTR_ADDRESS_MISS ? 0 : 0x78u));
+  return bad;
+}
 
 /* Prediction state of one slot. `tail` holds bytes 8..15 of the slot's last ms_access (site,
  * thread, size, kind), so a record is written as two 8-byte stores and compared in one
  * (measured: decoding 10-15% faster than assembling four fields; copying a whole 16-byte
- * ms_access kept in the state was 2x slower, a store-forwarding stall after the address add). */
+ * ms_access kept in the state was 2x slower, a store-forwarding stall after the address add).
+ * A slot predicts `base + stride`, the base being its own last address or, when
+ * `from_previous`, the previous record's address: a field of a struct read right after
+ * another field of the same struct by another instruction (linked_list's p->next after
+ * p->value: 2.32 -> 1.50 bytes/access). Both deltas of every record are kept, so either kind
+ * of stride is adopted whichever base the misses were stored against. */
 typedef struct mtr_slot_state {
   uint64_t last_address;
   uint64_t tail;
-  uint64_t stride;     /* predicted delta */
-  uint64_t last_delta; /* the delta seen last time (a stride is adopted once seen twice) */
-  uint32_t next_slot;  /* the slot that followed this one last time */
+  uint64_t stride;          /* predicted delta from the base */
+  uint64_t last_own_delta;  /* address - the slot's previous address, last time */
+  uint64_t last_from_delta; /* address - the previous record's address, last time */
+  uint32_t next_slot;       /* the slot that followed this one last time */
+  uint32_t from_previous;   /* 1: the stride is from the previous record's address */
 } mtr_slot_state;
 
 static inline uint64_t mtr_access_tail(const ms_access *a) {
@@ -66,6 +108,31 @@ static inline mtr_slot_state mtr_slot_initial(uint32_t slot) {
 static inline void mtr_slot_reset(mtr_slot_state *states, uint32_t slot_count) {
   for (uint32_t s = 0; s < slot_count; s++)
     states[s] = mtr_slot_initial(s);
+}
+
+/* After a record at `address` (the previous record's was `previous_address`): on an address
+ * miss, a delta seen twice in a row becomes the stride, the slot's own delta first. */
+static inline void mtr_slot_learn(mtr_slot_state *s, uint64_t address, uint64_t previous_address,
+                                  int miss) {
+  uint64_t own = address - s->last_address, from = address - previous_address;
+  if (miss) {
+    if (own == s->last_own_delta) {
+      s->stride = own;
+      s->from_previous = 0;
+    } else if (from == s->last_from_delta) {
+      s->stride = from;
+      s->from_previous = 1;
+    }
+  }
+  s->last_own_delta = own;
+  s->last_from_delta = from;
+  s->last_address = address;
+}
+
+/* Bytes needed to store v little-endian, at least 1. */
+static inline unsigned mtr_byte_width(uint64_t v) {
+  unsigned bits = v ? 64 - (unsigned)__builtin_clzll(v) : 1;
+  return (bits + 7) / 8;
 }
 
 static inline void put_u16(uint8_t *p, uint16_t v) {

@@ -2,12 +2,12 @@
  *
  * Model: a streaming writer in constant memory. begin() writes the header; consume() encodes
  * records into four column buffers (tags, sites, address deltas, attributes) and, every
- * MTR_CHUNK_RECORDS records, compresses them as one zstd frame (content checksum on) behind
- * a chunk header; end() writes the last chunk, then the trailer (what is only known at the
- * end: threads, counts, flags, exit status, sites, chunk index) and the footer, then renames
- * the temporary file onto the target. Memory: the column buffers (~20 bytes per record of a
- * chunk), the per-site prediction table (32 bytes per site) and the chunk index (16 bytes per
- * chunk).
+ * MTR_CHUNK_RECORDS records, compresses them as two zstd frames (content checksum on: tags,
+ * sites and attributes; addresses) behind a chunk header; end() writes the last chunk, then the
+ * trailer (what is only known at the end: threads, counts, flags, exit status, sites, chunk index)
+ * and the footer, then renames the temporary file onto the target. Memory: the column buffers (~18
+ * bytes per record of a chunk), the per-site prediction table (48 bytes per site) and the chunk
+ * index (16 bytes per chunk).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +87,7 @@ typedef struct mtr_writer {
   size_t site_bytes, address_bytes, attribute_bytes, compressed_capacity;
   uint32_t records;
   uint32_t previous_slot;
+  uint64_t previous_address;
   mtr_slot_state *states;
   uint32_t state_capacity, state_high; /* slots allocated; slots touched this chunk */
   /* totals */
@@ -150,6 +151,23 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
   return MS_OK;
 }
 
+/* The address column as its own zstd frame. Irregular programs' deltas are nearly random:
+ * zstd level 1 saves only ~6% on them (gather, linked_list), with Huffman-coded literals that
+ * cost a quarter of the decoding time. Such a column is compressed again at a negative
+ * level, which stores literals raw, so its frame decodes at memcpy speed. Regular programs'
+ * columns compress 10x and more at level 1 and keep it. */
+static size_t compress_addresses(mtr_writer *w, uint8_t *out, size_t capacity) {
+  size_t raw = w->address_bytes;
+  size_t compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
+  if (ZSTD_isError(compressed) ||
+      compressed * MTR_ADDRESS_RAW_DENOMINATOR < raw * (MTR_ADDRESS_RAW_DENOMINATOR - 1))
+    return compressed;
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ADDRESS_FAST_LEVEL);
+  compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
+  return compressed;
+}
+
 static int flush_chunk(mtr_writer *w) {
   if (w->records == 0) return MS_OK;
   if (w->chunk_count == w->chunk_capacity) {
@@ -161,18 +179,22 @@ static int flush_chunk(mtr_writer *w) {
   }
   uint64_t first_index = w->access_count - w->records;
   w->chunks[w->chunk_count++] = (chunk_entry){w->offset, first_index};
-  /* compact the columns behind the tags, then compress them as one frame */
+  /* compact the columns behind the tags: one frame of tags, sites and attributes, then
+   * one of the addresses */
   uint8_t *payload = w->tags;
   size_t size = w->records;
   memmove(payload + size, w->sites, w->site_bytes);
   size += w->site_bytes;
-  memmove(payload + size, w->addresses, w->address_bytes);
-  size += w->address_bytes;
   memmove(payload + size, w->attributes, w->attribute_bytes);
   size += w->attribute_bytes;
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
   size_t compressed = ZSTD_compress2(w->cctx, w->compressed, w->compressed_capacity, payload, size);
   if (ZSTD_isError(compressed))
     return ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
+  size_t address_compressed =
+      compress_addresses(w, w->compressed + compressed, w->compressed_capacity - compressed);
+  if (ZSTD_isError(address_compressed))
+    return ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(address_compressed));
   uint8_t header[MTR_CHUNK_HEADER_BYTES];
   memcpy(header, MTR_CHUNK_MAGIC, 4);
   put_u32(header + 4, w->records);
@@ -181,19 +203,24 @@ static int flush_chunk(mtr_writer *w) {
   put_u32(header + 20, (uint32_t)w->site_bytes);
   put_u32(header + 24, (uint32_t)w->address_bytes);
   put_u32(header + 28, (uint32_t)w->attribute_bytes);
-  put_u32(header + 32, 0);
+  put_u32(header + 32, (uint32_t)address_compressed);
   put_u32(header + 36, mtr_crc32(header, 36));
   int rc = write_bytes(w, header, sizeof header);
-  if (rc == 0) rc = write_bytes(w, w->compressed, compressed);
+  if (rc == 0) rc = write_bytes(w, w->compressed, compressed + address_compressed);
   w->records = 0;
   w->site_bytes = w->address_bytes = w->attribute_bytes = 0;
   w->previous_slot = 0;
+  w->previous_address = 0;
   mtr_slot_reset(w->states, w->state_high);
   w->state_high = 0;
   return rc;
 }
 
-/* Encodes one record against the prediction state (docs/formats.md, "Records"). */
+/* Encodes one record against the prediction state (docs/formats.md, "Records"). An address
+ * miss stores the zigzagged delta from the slot's own last address, or from the previous
+ * record's when that delta repeats and the own one does not (choosing the smaller of the two
+ * instead made matmul 3x larger: its row-end jumps, identical from row to row, turned into
+ * varying deltas zstd could not match). */
 static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slot) {
   uint8_t tag = 0;
   mtr_slot_state *previous = &w->states[w->previous_slot];
@@ -206,14 +233,22 @@ static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slo
   }
   w->previous_slot = slot;
   mtr_slot_state *s = &w->states[slot];
-  uint64_t delta = a->address - s->last_address;
-  if (delta != s->stride) {
-    tag |= MTR_ADDRESS_MISS;
-    w->address_bytes += varint_put(w->addresses + w->address_bytes, zigzag_encode(delta));
-    if (delta == s->last_delta) s->stride = delta;
+  uint64_t base = s->from_previous ? w->previous_address : s->last_address;
+  int miss = a->address != base + s->stride;
+  if (miss) {
+    uint64_t own = a->address - s->last_address, from = a->address - w->previous_address;
+    uint64_t stored = zigzag_encode(own);
+    if (own != s->last_own_delta && from == s->last_from_delta) {
+      stored = zigzag_encode(from);
+      tag |= MTR_FROM_PREVIOUS;
+    }
+    unsigned width = mtr_byte_width(stored);
+    put_u64(w->addresses + w->address_bytes, stored); /* the column has 8 bytes of slack */
+    w->address_bytes += width;
+    tag |= MTR_ADDRESS_MISS | (uint8_t)((width - 1) << MTR_WIDTH_SHIFT);
   }
-  s->last_delta = delta;
-  s->last_address = a->address;
+  mtr_slot_learn(s, a->address, w->previous_address, miss);
+  w->previous_address = a->address;
   uint64_t tail = mtr_access_tail(a);
   if (tail != s->tail) {
     tag |= MTR_ATTRIBUTES_CHANGE;
@@ -366,12 +401,12 @@ int ms_mtr_sink_new(const char *path, ms_sink **out) {
   if (!w) return ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr writer");
   w->sink.ops = &mtr_writer_ops;
   size_t n = MTR_CHUNK_RECORDS;
-  /* tags share their buffer with the compacted payload: 1 + 5 + 10 + 4 bytes per record */
-  w->tags = malloc(20 * n);
+  /* tags share their buffer with the compacted first frame: 1 + 5 + 4 bytes per record */
+  w->tags = malloc(10 * n);
   w->sites = malloc(5 * n);
-  w->addresses = malloc(10 * n);
+  w->addresses = malloc(8 * n + 8); /* + 8: each delta is stored as a whole u64 */
   w->attributes = malloc(4 * n);
-  w->compressed_capacity = ZSTD_compressBound(20 * n);
+  w->compressed_capacity = ZSTD_compressBound(10 * n) + ZSTD_compressBound(8 * n);
   w->compressed = malloc(w->compressed_capacity);
   w->cctx = ZSTD_createCCtx();
   if (!w->tags || !w->sites || !w->addresses || !w->attributes || !w->compressed || !w->cctx ||

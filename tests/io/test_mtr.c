@@ -306,6 +306,45 @@ static void test_every_flipped_byte_is_caught(void **state) {
   free(a);
 }
 
+/* Two fields of one structure read by two instructions, node after node in random order
+ * (a linked list): the second field is predicted from the first one's address, so only one
+ * delta per node is stored, and seeking still equals reading from the start. */
+static void test_round_trip_struct_fields(void **state) {
+  (void)state;
+  const size_t count = 600000;
+  ms_access *a = malloc(count * sizeof *a);
+  uint64_t x = 99;
+  for (size_t i = 0; i < count; i += 2) {
+    uint64_t node = 0x10000000 + (next_random(&x) % (1u << 20)) * 16;
+    a[i] = (ms_access){.address = node + 8, .site = 0, .size = 8, .kind = MS_LOAD};
+    a[i + 1] = (ms_access){.address = node, .site = 1, .size = 8, .kind = MS_LOAD};
+  }
+  ms_stream_info info;
+  fill_info(&info);
+  char path[256];
+  temp_path(path, sizeof path, "fields.mtr");
+  write_trace(path, a, count, &info);
+  assert_int_equal(drain(path, a, count), 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true((size_t)st.st_size < 3 * count); /* one 4-byte delta per node, not two */
+  ms_source *source;
+  assert_int_equal(ms_mtr_open(path, &source), 0);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 1000), 0);
+  uint64_t targets[] = {1, 262143, 262144, 262145, 300001, count - 1};
+  for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) {
+    assert_int_equal(ms_source_seek(source, targets[t]), 0);
+    assert_true(ms_source_next(source, &batch) > 0);
+    assert_accesses_equal(a + targets[t], batch.accesses, batch.count, targets[t]);
+  }
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+  ms_stream_info_clear(&info);
+  unlink(path);
+  free(a);
+}
+
 static void test_empty_trace_and_no_sites(void **state) {
   (void)state;
   char path[256];
@@ -360,6 +399,7 @@ int main(void) {
   if (!mkdtemp(temp_dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip_many_chunks),
+      cmocka_unit_test(test_round_trip_struct_fields),
       cmocka_unit_test(test_every_cut_is_truncated),
       cmocka_unit_test(test_every_flipped_byte_is_caught),
       cmocka_unit_test(test_empty_trace_and_no_sites),
