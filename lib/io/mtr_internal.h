@@ -156,7 +156,7 @@ static inline uint64_t get_u64(const uint8_t *p) {
 }
 
 static inline uint64_t zigzag_encode(uint64_t delta) {
-  return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63);
+  return (delta << 1) ^ (0 - (delta >> 63)); /* all ones when the delta is negative */
 }
 static inline uint64_t zigzag_decode(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
 
