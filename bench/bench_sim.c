@@ -21,6 +21,10 @@ static double time_set(const bench_trace *trace, const ms_hierarchy_config *conf
       exit(1);
     }
   }
+  if (ms_hierarchy_set_flush(set) < 0) { /* a set of several holds its last accesses */
+    fprintf(stderr, "bench_sim: %s\n", ms_error_message());
+    exit(1);
+  }
   double elapsed = bench_now() - t0;
   ms_hierarchy_set_free(set);
   return elapsed;

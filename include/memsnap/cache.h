@@ -91,8 +91,7 @@ int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out);
 /* Checks a configuration (also done by ms_hierarchy_set_new); MS_ERR_ARG naming the level. */
 int ms_hierarchy_config_check(const ms_hierarchy_config *config);
 /* "32768/64/8,262144/64/8" into buf; returns buf. */
-const char *ms_hierarchy_config_describe(const ms_hierarchy_config *config, char *buf,
-                                         size_t size);
+const char *ms_hierarchy_config_describe(const ms_hierarchy_config *config, char *buf, size_t size);
 
 /* The built-in catalog: data/hierarchies.tsv compiled into the library. */
 typedef struct ms_hierarchy_entry {
@@ -115,12 +114,12 @@ typedef struct ms_cache_counts {
 typedef struct ms_cache_stats {
   ms_cache_counts total;
   ms_cache_counts kinds[MS_ACCESS_KIND_COUNT];
-  uint64_t writebacks;           /* dirty lines written out of this level */
-  uint32_t thread_count;         /* threads with a slot in `thread_kinds` */
+  uint64_t writebacks;                 /* dirty lines written out of this level */
+  uint32_t thread_count;               /* threads with a slot in `thread_kinds` */
   const ms_cache_counts *thread_kinds; /* [thread * MS_ACCESS_KIND_COUNT + kind] */
-  uint32_t site_count;           /* sites with a slot in `site_misses` */
-  const uint64_t *site_misses;   /* [site]; misses of accesses without a site not included */
-  uint64_t unsited_misses;       /* misses of accesses with MS_SITE_NONE */
+  uint32_t site_count;                 /* sites with a slot in `site_misses` */
+  const uint64_t *site_misses;         /* [site]; misses of accesses without a site not included */
+  uint64_t unsited_misses;             /* misses of accesses with MS_SITE_NONE */
 } ms_cache_stats;
 
 static inline double ms_cache_hit_rate(ms_cache_counts counts) {
@@ -133,8 +132,14 @@ typedef struct ms_hierarchy ms_hierarchy;
 
 int ms_hierarchy_set_new(const ms_hierarchy_config *configs, int count, ms_hierarchy_set **out);
 void ms_hierarchy_set_free(ms_hierarchy_set *set);
-/* Simulates a batch on every hierarchy of the set. */
+/* Simulates a batch on every hierarchy of the set. A set of several hierarchies may keep a
+ * copy of the last batches' accesses (up to 65536) and simulate them later with the next
+ * ones; ms_hierarchy_set_flush simulates them now. Reading statistics
+ * (ms_hierarchy_level_stats, the reports) and the sink's end flush first, so statistics
+ * always cover every access received; a failure of that flush is returned by the next
+ * report. */
 int ms_hierarchy_set_access_batch(ms_hierarchy_set *set, const ms_batch *batch);
+int ms_hierarchy_set_flush(ms_hierarchy_set *set);
 int ms_hierarchy_set_count(const ms_hierarchy_set *set);
 const ms_hierarchy *ms_hierarchy_set_get(const ms_hierarchy_set *set, int index);
 /* Distinct simulated levels (shared levels counted once). */

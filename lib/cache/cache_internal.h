@@ -40,6 +40,7 @@ typedef struct cache_level {
   uint64_t *ways;         /* set_count * associativity: (line << 1) | dirty, or empty */
   uint64_t *policy_state; /* per set: FIFO next victim, or PLRU bits; NULL for LRU, random */
   uint64_t random_state;
+  int prefetch; /* tag array of PREFETCH_MIN_BYTES or more: prefetch sets ahead */
 
   ms_cache_counts *counts; /* [thread * MS_ACCESS_KIND_COUNT + kind] */
   uint32_t thread_capacity;
@@ -66,6 +67,13 @@ struct ms_hierarchy_set {
   int root_count;
   cache_level **levels; /* every distinct level, owned */
   int level_count;
+  ms_access *pending; /* accesses received but not yet simulated (sets of several) */
+  size_t pending_count;
+  int flush_status; /* the first failure of cache_set_flush_for_reading, else MS_OK */
 };
+
+/* Simulates the accesses a set still holds before its statistics are read (statistics
+ * readers get a const set); returns the status of the first such flush that failed. */
+int cache_set_flush_for_reading(const ms_hierarchy_set *set);
 
 #endif

@@ -85,6 +85,8 @@ static void text_level(FILE *out, const ms_hierarchy *hierarchy, int index,
 
 int ms_cache_report_text(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
                          int top) {
+  int rc = cache_set_flush_for_reading(set);
+  if (rc < 0) return rc;
   if (top < 0) top = 0;
   ranked_site *ranked = malloc((size_t)(top ? top : 1) * sizeof *ranked);
   if (!ranked) return ms_error_set(MS_ERR_NOMEM, "out of memory for a cache report");
@@ -168,6 +170,8 @@ static json_object *json_level(const ms_hierarchy *hierarchy, int index,
 
 int ms_cache_report_json(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
                          int top) {
+  int rc = cache_set_flush_for_reading(set);
+  if (rc < 0) return rc;
   if (top < 0) top = 0;
   ranked_site *ranked = malloc((size_t)(top ? top : 1) * sizeof *ranked);
   if (!ranked) return ms_error_set(MS_ERR_NOMEM, "out of memory for a cache report");
@@ -211,10 +215,15 @@ static int sink_consume(ms_sink *sink, const ms_stream_info *info, const ms_batc
   return ms_hierarchy_set_access_batch(((cache_sink *)sink)->set, batch);
 }
 
+static int sink_end(ms_sink *sink, const ms_stream_info *info) {
+  (void)info;
+  return ms_hierarchy_set_flush(((cache_sink *)sink)->set);
+}
+
 static void sink_destroy(ms_sink *sink) { free(sink); }
 
 static const ms_sink_ops cache_sink_ops = {
-    .begin = NULL, .consume = sink_consume, .end = NULL, .destroy = sink_destroy};
+    .begin = NULL, .consume = sink_consume, .end = sink_end, .destroy = sink_destroy};
 
 int ms_cache_sink_new(ms_hierarchy_set *set, ms_sink **out) {
   cache_sink *sink = calloc(1, sizeof *sink);
