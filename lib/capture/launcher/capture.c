@@ -43,20 +43,9 @@
 #include "memsnap/error.h"
 
 #define TOOL_NAME "memsnap-amd64-linux"
-#define MS_VG_MAGIC 0x3147564150534d53ULL
-#define MS_VG_VERSION 2
-enum {
-  TAG_LOAD = 0,
-  TAG_STORE = 1,
-  TAG_MODIFY = 2,
-  TAG_HELLO = 0x10,
-  TAG_THREAD = 0x11,
-  TAG_SITE = 0x12,
-  TAG_EXIT = 0x13,
-  TAG_CHUNK = 0x14
-};
-#define UNIT 16
-#define SLOT_BYTES (1u << 20) /* the tool's BUFFER_UNITS units */
+#include "../protocol.h"
+#define UNIT MS_VG_UNIT_BYTES
+#define SLOT_BYTES (MS_VG_SLOT_UNITS * MS_VG_UNIT_BYTES)
 /* 8 MiB in flight: the tool waits for a free slot only when this process is far behind. */
 #define SLOT_COUNT 8
 #define READ_BUFFER (64u * UNIT) /* the pipe only carries HELLO and CHUNK notices */

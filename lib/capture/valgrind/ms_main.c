@@ -78,19 +78,7 @@
  * close-on-exec. */
 extern Int VG_(safe_fd)(Int oldfd);
 
-#define MS_VG_MAGIC 0x3147564150534d53ULL /* "SMSPAVG1" little-endian */
-#define MS_VG_VERSION 2
-
-enum {
-  TAG_LOAD = 0,
-  TAG_STORE = 1,
-  TAG_MODIFY = 2,
-  TAG_HELLO = 0x10,
-  TAG_THREAD = 0x11,
-  TAG_SITE = 0x12,
-  TAG_EXIT = 0x13,
-  TAG_CHUNK = 0x14
-};
+#include "../protocol.h"
 
 /* Not in the pub_tool headers either (pub_core_aspacemgr.h): maps a file shared, at an
  * address of Valgrind's choosing, in Valgrind's part of the address space. */
@@ -146,7 +134,7 @@ static void ms_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 /*------------------------------------------------------------*/
 
 /* 1 MiB = 65536 units: one write per 64 Ki accesses keeps the syscall cost invisible. */
-#define BUFFER_UNITS (1u << 16)
+#define BUFFER_UNITS MS_VG_SLOT_UNITS
 
 static Int out_fd = -1;    /* the pipe or file; -1 once the reader is gone */
 static Int credit_fd = -1; /* fast mode: slots given back by the reader */
