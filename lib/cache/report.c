@@ -83,13 +83,20 @@ static void text_level(FILE *out, const ms_hierarchy *hierarchy, int index,
   }
 }
 
-int ms_cache_report_text(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
-                         int top) {
+/* Both reports: simulate what is still buffered, clamp `top`, and allocate its ranking. */
+static int report_begin(const ms_hierarchy_set *set, int *top, ranked_site **ranked) {
   int rc = cache_set_flush_for_reading(set);
   if (rc < 0) return rc;
-  if (top < 0) top = 0;
-  ranked_site *ranked = malloc((size_t)(top ? top : 1) * sizeof *ranked);
-  if (!ranked) return ms_error_set(MS_ERR_NOMEM, "out of memory for a cache report");
+  if (*top < 0) *top = 0;
+  *ranked = malloc((size_t)(*top ? *top : 1) * sizeof **ranked);
+  return *ranked ? MS_OK : ms_error_set(MS_ERR_NOMEM, "out of memory for a cache report");
+}
+
+int ms_cache_report_text(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
+                         int top) {
+  ranked_site *ranked;
+  int rc = report_begin(set, &top, &ranked);
+  if (rc < 0) return rc;
   for (int h = 0; h < set->count; h++) {
     const ms_hierarchy *hierarchy = &set->hierarchies[h];
     char spec[256];
@@ -170,11 +177,9 @@ static json_object *json_level(const ms_hierarchy *hierarchy, int index,
 
 int ms_cache_report_json(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
                          int top) {
-  int rc = cache_set_flush_for_reading(set);
+  ranked_site *ranked;
+  int rc = report_begin(set, &top, &ranked);
   if (rc < 0) return rc;
-  if (top < 0) top = 0;
-  ranked_site *ranked = malloc((size_t)(top ? top : 1) * sizeof *ranked);
-  if (!ranked) return ms_error_set(MS_ERR_NOMEM, "out of memory for a cache report");
   json_object *root = json_object_new_object();
   json_object *array = json_object_new_array();
   for (int h = 0; h < set->count; h++) {
