@@ -70,4 +70,24 @@ static inline char *test_read_file(const char *path) {
   return text;
 }
 
+/* Runs `$MEMSNAP ARGS` (ARGS from a format) in `dir`, with stdout to dir/out and stderr
+ * to dir/err; returns its exit status as test_run does. */
+static inline int test_memsnap_in(const char *dir, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline int test_memsnap_in(const char *dir, const char *format, ...) {
+  char args[4096];
+  va_list list;
+  va_start(list, format);
+  vsnprintf(args, sizeof args, format, list);
+  va_end(list);
+  return test_run("cd '%s' && '%s' %s > out 2> err", dir, test_env("MEMSNAP"), args);
+}
+
+/* The whole of dir/name (NULL if it cannot be read). */
+static inline char *test_read_in(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return test_read_file(path);
+}
+
 #endif

@@ -11,16 +11,11 @@
 
 static char *dir;
 
-/* Runs `memsnap ARGS`, stderr to dir/err; returns the exit status. */
-static int memsnap(const char *args) {
-  return test_run("cd %s && '%s' %s > %s/out 2> %s/err", dir, test_env("MEMSNAP"), args, dir, dir);
-}
+#define memsnap(...) test_memsnap_in(dir, __VA_ARGS__)
 
 /* Asserts that stderr holds exactly one line containing every given fragment. */
 static void assert_one_line_error(const char *fragment1, const char *fragment2) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/err", dir);
-  char *err = test_read_file(path);
+  char *err = test_read_in(dir, "err");
   assert_non_null(err);
   size_t length = strlen(err);
   int lines = 0;
@@ -70,9 +65,7 @@ static void test_hierarchy_errors(void **state) {
   /* options after the input, and --top 0 (once read before its array) */
   assert_int_equal(memsnap("sim tiny.din --hierarchy 32768/64/8 --top 0"), 0);
   assert_int_equal(memsnap("dump tiny.din --limit 1"), 0);
-  char path[1024];
-  snprintf(path, sizeof path, "%s/out", dir);
-  char *text = test_read_file(path);
+  char *text = test_read_in(dir, "out");
   assert_non_null(text);
   assert_string_equal(text, "0 0 load 0x1000 8 -\n");
   free(text);
@@ -100,7 +93,7 @@ static void test_truncated_mtr(void **state) {
   test_kernel("stream_add", kernel, sizeof kernel);
   char command[2048];
   snprintf(command, sizeof command, "record --quiet -o whole.mtr -- %s", kernel);
-  assert_int_equal(memsnap(command), 0);
+  assert_int_equal(memsnap("%s", command), 0);
   assert_int_equal(
       test_run("cd %s && head -c $(( $(stat -c %%s whole.mtr) / 2 )) whole.mtr > cut.mtr", dir), 0);
   assert_true(memsnap("info cut.mtr") != 0);
@@ -120,16 +113,14 @@ static void test_program_failures(void **state) {
 
   snprintf(command, sizeof command, "record --quiet -o exit3.mtr -- %s",
            test_kernel("exit3", kernel, sizeof kernel));
-  assert_int_equal(memsnap(command), 3);
+  assert_int_equal(memsnap("%s", command), 3);
   assert_int_equal(memsnap("info exit3.mtr"), 0);
 
   snprintf(command, sizeof command, "record --quiet -o segv.mtr -- %s",
            test_kernel("segv", kernel, sizeof kernel));
-  assert_int_equal(memsnap(command), 128 + 11);
+  assert_int_equal(memsnap("%s", command), 128 + 11);
   assert_int_equal(memsnap("info segv.mtr"), 0);
-  char path[1024];
-  snprintf(path, sizeof path, "%s/out", dir);
-  char *info = test_read_file(path);
+  char *info = test_read_in(dir, "out");
   assert_non_null(info);
   assert_non_null(strstr(info, "truncated"));
   assert_non_null(strstr(info, "yes"));

@@ -14,21 +14,10 @@
 static char *dir;
 static char sample[1024];
 
-/* Runs `memsnap ARGS` in dir with stdout to dir/out and stderr to dir/err. */
-static int memsnap(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static int memsnap(const char *format, ...) {
-  char args[4096];
-  va_list list;
-  va_start(list, format);
-  vsnprintf(args, sizeof args, format, list);
-  va_end(list);
-  return test_run("cd %s && '%s' %s > out 2> err", dir, test_env("MEMSNAP"), args);
-}
+#define memsnap(...) test_memsnap_in(dir, __VA_ARGS__)
 
 static char *read_in_dir(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  char *text = test_read_file(path);
+  char *text = test_read_in(dir, name);
   assert_non_null(text);
   return text;
 }
