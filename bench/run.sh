@@ -102,3 +102,11 @@ echo "== 4. reading .mtr =="
 for c in "${cases[@]}"; do
   "$build/bench/bench_read" "$work/$(name_of "$c").large.mtr"
 done
+
+# Each later module adds its figures as bench/run-MODULE.sh BUILD_DIR.
+here=$(cd "$(dirname "$0")" && pwd)
+for extra in "$here"/run-*.sh; do
+  [ -e "$extra" ] || continue
+  echo
+  bash "$extra" "$build"
+done
