@@ -5,7 +5,8 @@
  * Adds -fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores (clang 14 emits
  * the load and store callbacks only when another coverage kind is on; a guard per function
  * entry is the cheapest), -gdwarf-aranges (memsnap resolves sites through libdw, which finds
- * a compilation unit by its address ranges) and, when the command links an executable, memsnap's runtime
+ * a compilation unit by its address ranges), -fno-sanitize-link-runtime (else clang links
+ * its UBSan runtime to supply default callbacks, with its own fatal-signal handlers) and, when the command links an executable, memsnap's runtime
  * libmemsnap-rt.a and -lpthread. Every other argument passes through unchanged, so that
  * `CC=memsnap-cc ./configure && make` works. The runtime is looked up in $MEMSNAP_RT_LIB,
  * then beside this program as installed (<bin>/../lib*), then in the build tree.
@@ -98,6 +99,7 @@ int main(int argc, char **argv) {
   args[n++] = (char *)driver;
   args[n++] = (char *)coverage;
   args[n++] = (char *)"-gdwarf-aranges";
+  args[n++] = (char *)"-fno-sanitize-link-runtime";
   for (int i = 1; i < argc; i++)
     args[n++] = argv[i];
   if (add_runtime) {

@@ -271,6 +271,10 @@ static int next_chunk(capture_source *cs) {
     cs->start += UNIT;
     unsigned tag = (unsigned)(b >> 8) & 0xff;
     if (tag == TAG_HELLO) continue;
+    if (tag == TAG_SIGNAL) {
+      cs->signal_number = (int)(a & 0x7f);
+      continue;
+    }
     uint32_t slot = (uint32_t)(b >> 32);
     if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % UNIT)
       return ms_error_set(MS_ERR_FORMAT, "capture channel: bad notice (tag 0x%x, slot %u)", tag,

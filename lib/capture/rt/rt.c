@@ -608,22 +608,22 @@ static void on_exit_handler(int status, void *arg) {
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
                                     SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
+/* The SIGNAL notice goes on the pipe itself (a 16-byte write to a pipe is atomic), so that
+ * it arrives even when the signal interrupted this thread inside a flush: then the slots
+ * are in an unknown state and the records of that flush are lost. */
 static void fatal_handler(int signal_number) {
   int saved = errno;
-  if (lock_bounded()) {
-    if (state == STATE_ACTIVE && !channel_broken) {
-      flush_all(1);
-      put_unit((uint64_t)signal_number, pack(0, TAG_SIGNAL, 0, 0));
-      submit_partial_slot();
-    }
-    __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
-    close_channel();
-    wait_for_writer();
-    unlock();
-  } else {
-    __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
-    close_channel();
+  unit notice = {(uint64_t)signal_number, pack(0, TAG_SIGNAL, 0, 0)};
+  int locked = lock_bounded();
+  if (locked && state == STATE_ACTIVE && !channel_broken) {
+    flush_all(1);
+    submit_partial_slot();
   }
+  int was_active = __atomic_exchange_n(&state, STATE_OFF, __ATOMIC_ACQ_REL) == STATE_ACTIVE;
+  if (was_active && notice_fd >= 0) (void)write_all(notice_fd, &notice, sizeof notice);
+  close_channel();
+  wait_for_writer(); /* touches only the credit socket: safe even inside a flush */
+  if (locked) unlock();
   /* the default action, as if this handler had never been there */
   struct sigaction action;
   memset(&action, 0, sizeof action);

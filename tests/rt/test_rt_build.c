@@ -1,0 +1,43 @@
+/* memsnap-cc as CC of an ordinary CMake project: configure and build tests/rt/project with
+ * CC=memsnap-cc, then record the program: every byte the histogram reads is in the trace
+ * (n loads of 1 byte by histogram(), n read-modify-writes of its bins as load + store). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "rt_util.h"
+#include "testutil.h"
+
+static void test_cmake_project(void **state) {
+  (void)state;
+  char *dir = test_tempdir();
+  assert_int_equal(test_run("cd '%s' && CC='%s' cmake -S '%s' -B build -DCMAKE_BUILD_TYPE=Release "
+                            "> configure.log 2>&1 && cmake --build build > build.log 2>&1",
+                            dir, MEMSNAP_CC, MEMSNAP_RT_PROJECT),
+                   0);
+  assert_int_equal(test_run("cd '%s' && MEMSNAP_OUT=h.mtr build/histo 3000 > out", dir), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/h.mtr", dir);
+  rt_trace trace;
+  rt_trace_load(path, &trace);
+  long byte_loads = 0, bin_loads = 0, bin_stores = 0;
+  for (size_t i = 0; i < trace.count; i++) {
+    const ms_access *a = &trace.accesses[i];
+    if (strcmp(rt_trace_function(&trace, a), "histogram") != 0) continue;
+    if (a->kind == MS_LOAD && a->size == 1) byte_loads++;
+    if (a->kind == MS_LOAD && a->size == 8) bin_loads++;
+    if (a->kind == MS_STORE && a->size == 8) bin_stores++;
+  }
+  assert_int_equal(byte_loads, 3000);
+  assert_int_equal(bin_loads, 3000);
+  assert_int_equal(bin_stores, 3000);
+  rt_trace_free(&trace);
+  test_rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_cmake_project)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
