@@ -332,7 +332,17 @@ static int grow_sites(void) {
   return 0;
 }
 
-static void emit_site(uint32_t id, uint64_t pc, int in_signal) {
+/* A site is known by its callback's return address; the SITE record names the call
+ * instruction instead (`call rel32`, 5 bytes, else one byte back: inside the call), whose
+ * line is the access's: the instruction after the call often has line 0 or the next
+ * statement's (1000 of 3000 sites of stream_add's loop had line 0). */
+static uint64_t call_address(uint64_t return_address) {
+  return *(const uint8_t *)(uintptr_t)(return_address - 5) == 0xE8 ? return_address - 5
+                                                                  : return_address - 1;
+}
+
+static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
+  uint64_t pc = call_address(return_address);
   const object *o = object_of(pc, in_signal);
   const char *path = o ? o->path : "";
   size_t length = strlen(path);
