@@ -9,6 +9,7 @@
 #include "memsnap/sites.h"
 
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,13 @@ int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_
   dwfl_report_end(dwfl, NULL, NULL);
   Dwarf_Addr module_base = 0;
   dwfl_module_info(module, NULL, &module_base, NULL, NULL, NULL, NULL, NULL);
+  /* An executable that is not position-independent (ET_EXEC) keeps its link addresses in
+   * the offline module: there, pc - load_bias is already the module's address. */
+  Dwarf_Addr elf_bias = 0;
+  Elf *elf = dwfl_module_getelf(module, &elf_bias);
+  GElf_Ehdr ehdr_storage;
+  GElf_Ehdr *ehdr = elf ? gelf_getehdr(elf, &ehdr_storage) : NULL;
+  if (ehdr && ehdr->e_type == ET_EXEC) module_base = 0;
   size_t symbol_count = 0;
   function_symbol *symbols = NULL;
   int resolved = 0;
