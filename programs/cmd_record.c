@@ -124,8 +124,8 @@ int cmd_record(int argc, char **argv) {
   }
   cli_set_capture(via, sample_on, sample_off);
   if (channel[0] >= 0) {
-    ms_capture_options attach = {.via = MS_CAPTURE_RT, .sample_on = sample_on,
-                                 .sample_off = sample_off};
+    ms_capture_options attach = {
+        .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off};
     if (ms_capture_attach(channel[0], channel[1], channel[2], &attach, inputs.program_argc,
                           inputs.program_argv, &source) < 0) {
       cli_fail(argv[0]);

@@ -15,9 +15,9 @@
 #include "memsnap/stream.h"
 
 typedef enum ms_capture_via {
-  MS_CAPTURE_AUTO = 0,  /* the runtime if the program contains it, else Valgrind */
-  MS_CAPTURE_VALGRIND,  /* memsnap's Valgrind tool */
-  MS_CAPTURE_RT,        /* the program's own memsnap runtime (built with memsnap-cc) */
+  MS_CAPTURE_AUTO = 0, /* the runtime if the program contains it, else Valgrind */
+  MS_CAPTURE_VALGRIND, /* memsnap's Valgrind tool */
+  MS_CAPTURE_RT,       /* the program's own memsnap runtime (built with memsnap-cc) */
 } ms_capture_via;
 
 typedef struct ms_capture_options {
@@ -42,8 +42,7 @@ int ms_capture_has_rt(const char *path);
 /* The writer side of MEMSNAP_OUT: reads the stream that an instrumented program's runtime
  * sends on descriptors it opened (notice pipe, shared slots, credit socket), for the
  * program named by argc/argv. The exit status comes from the stream's last record. */
-int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd,
-                      const ms_capture_options *options, int argc, char *const *argv,
-                      ms_source **out);
+int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
+                      int argc, char *const *argv, ms_source **out);
 
 #endif

@@ -6,11 +6,12 @@
  * the load and store callbacks only when another coverage kind is on; a guard per function
  * entry is the cheapest), -gdwarf-aranges (memsnap resolves sites through libdw, which finds
  * a compilation unit by its address ranges), -fno-sanitize-link-runtime (else clang links
- * its UBSan runtime to supply default callbacks, with its own fatal-signal handlers) and, when the command links an executable, memsnap's runtime
- * libmemsnap-rt.a and -lpthread. Every other argument passes through unchanged, so that
- * `CC=memsnap-cc ./configure && make` works. The runtime is looked up in $MEMSNAP_RT_LIB,
- * then beside this program as installed (<bin>/../lib*), then in the build tree.
- * $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
+ * its UBSan runtime to supply default callbacks, with its own fatal-signal handlers) and, when the
+ * command links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other
+ * argument passes through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime
+ * is looked up in $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in
+ * the build tree. $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang,
+ * clang++).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -18,15 +19,21 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const coverage = "-fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores";
+static const char *const coverage =
+    "-fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores";
 
 /* Options of clang's driver whose value is the next argument. */
 static int takes_value(const char *arg) {
-  static const char *const options[] = {
-      "-o", "-I", "-L", "-l", "-D", "-U", "-include", "-imacros", "-x", "-MF", "-MT", "-MQ",
-      "-isystem", "-idirafter", "-iquote", "-iprefix", "-isysroot", "-Xlinker", "-Xclang",
-      "-Xassembler", "-Xpreprocessor", "-target", "-arch", "-u", "-z", "--sysroot", "-T",
-      "-mllvm", "-aux-info", NULL};
+  static const char *const options[] = {"-o",       "-I",          "-L",
+                                        "-l",       "-D",          "-U",
+                                        "-include", "-imacros",    "-x",
+                                        "-MF",      "-MT",         "-MQ",
+                                        "-isystem", "-idirafter",  "-iquote",
+                                        "-iprefix", "-isysroot",   "-Xlinker",
+                                        "-Xclang",  "-Xassembler", "-Xpreprocessor",
+                                        "-target",  "-arch",       "-u",
+                                        "-z",       "--sysroot",   "-T",
+                                        "-mllvm",   "-aux-info",   NULL};
   for (int i = 0; options[i]; i++)
     if (strcmp(arg, options[i]) == 0) return 1;
   return 0;

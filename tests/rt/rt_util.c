@@ -38,9 +38,7 @@ void rt_trace_free(rt_trace *trace) {
   ms_source_destroy(trace->source);
 }
 
-const ms_stream_info *rt_trace_info(const rt_trace *trace) {
-  return ms_source_info(trace->source);
-}
+const ms_stream_info *rt_trace_info(const rt_trace *trace) { return ms_source_info(trace->source); }
 
 const char *rt_trace_function(const rt_trace *trace, const ms_access *access) {
   const ms_site *site = ms_site_table_get(rt_trace_info(trace)->sites, access->site);

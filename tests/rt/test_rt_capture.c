@@ -30,8 +30,8 @@ static int teardown(void **state) {
 /* Runs a kernel with MEMSNAP_OUT=dir/out.mtr (plus `env`), stdout to dir/out. */
 static int run_kernel(const char *env, const char *kernel, const char *args) {
   char path[1024];
-  return test_run("cd '%s' && rm -f out.mtr && MEMSNAP_OUT=out.mtr %s '%s' %s > out 2> err", dir, env,
-                  rt_kernel(kernel, path, sizeof path), args);
+  return test_run("cd '%s' && rm -f out.mtr && MEMSNAP_OUT=out.mtr %s '%s' %s > out 2> err", dir,
+                  env, rt_kernel(kernel, path, sizeof path), args);
 }
 
 static void load_in_dir(const char *name, rt_trace *trace) {
@@ -107,8 +107,7 @@ static long stores_in(const rt_trace *trace, uint64_t base, long n, int *thread)
   long count = 0;
   for (size_t i = 0; i < trace->count; i++) {
     const ms_access *a = &trace->accesses[i];
-    if (a->kind != MS_STORE || a->address < base || a->address >= base + (uint64_t)n * 8)
-      continue;
+    if (a->kind != MS_STORE || a->address < base || a->address >= base + (uint64_t)n * 8) continue;
     assert_int_equal(a->address, base + (uint64_t)count * 8);
     if (thread) *thread = a->thread;
     count++;
@@ -138,10 +137,11 @@ static void test_sigterm_leaves_truncated_trace(void **state) {
   (void)state;
   char kernel[1024];
   rt_kernel("spin", kernel, sizeof kernel);
-  int rc = test_run("cd '%s' && rm -f out.mtr && { MEMSNAP_OUT=out.mtr '%s' 30 > out & pid=$!; i=0; "
-                    "while ! grep -q spinning out && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); "
-                    "done; kill -TERM $pid; wait $pid; echo $? > status; }",
-                    dir, kernel);
+  int rc =
+      test_run("cd '%s' && rm -f out.mtr && { MEMSNAP_OUT=out.mtr '%s' 30 > out & pid=$!; i=0; "
+               "while ! grep -q spinning out && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); "
+               "done; kill -TERM $pid; wait $pid; echo $? > status; }",
+               dir, kernel);
   assert_int_equal(rc, 0);
   char *status = test_read_in(dir, "status");
   assert_non_null(status);
@@ -256,8 +256,8 @@ static void test_sampling(void **state) {
   uint64_t total = full.count;
   rt_trace_free(&full);
 
-  assert_int_equal(
-      test_memsnap_in(dir, "record -q --sample 1k/3k -o s.mtr -- '%s' 20000", kernel), 0);
+  assert_int_equal(test_memsnap_in(dir, "record -q --sample 1k/3k -o s.mtr -- '%s' 20000", kernel),
+                   0);
   assert_int_equal(run_kernel("MEMSNAP_SAMPLE=1k/3k", "stream_add", "20000"), 0);
   const char *names[2] = {"s.mtr", "out.mtr"};
   for (int i = 0; i < 2; i++) {
@@ -308,10 +308,10 @@ static json_object *report_in_out(void) {
 static int64_t level1_accesses(json_object *report) {
   json_object *hierarchies, *levels, *accesses;
   assert_true(json_object_object_get_ex(report, "hierarchies", &hierarchies));
-  assert_true(json_object_object_get_ex(json_object_array_get_idx(hierarchies, 0), "levels",
-                                        &levels));
-  assert_true(json_object_object_get_ex(json_object_array_get_idx(levels, 0), "accesses",
-                                        &accesses));
+  assert_true(
+      json_object_object_get_ex(json_object_array_get_idx(hierarchies, 0), "levels", &levels));
+  assert_true(
+      json_object_object_get_ex(json_object_array_get_idx(levels, 0), "accesses", &accesses));
   return json_object_get_int64(accesses);
 }
 

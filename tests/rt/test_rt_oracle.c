@@ -244,12 +244,12 @@ static void test_valgrind_sampling(void **state) {
   (void)state;
   char kernel[1024], path[1024];
   rt_kernel("oracle_stream_add", kernel, sizeof kernel);
-  assert_int_equal(
-      test_memsnap_in(dir, "record -q --via=valgrind -o all.mtr -- '%s' 2000", kernel), 0);
-  assert_int_equal(test_memsnap_in(
-                       dir, "record -q --via=valgrind --sample 1k/3k -o some.mtr -- '%s' 2000",
-                       kernel),
+  assert_int_equal(test_memsnap_in(dir, "record -q --via=valgrind -o all.mtr -- '%s' 2000", kernel),
                    0);
+  assert_int_equal(
+      test_memsnap_in(dir, "record -q --via=valgrind --sample 1k/3k -o some.mtr -- '%s' 2000",
+                      kernel),
+      0);
   rt_trace all, some;
   snprintf(path, sizeof path, "%s/all.mtr", dir);
   rt_trace_load(path, &all);
@@ -273,8 +273,8 @@ static void test_valgrind_sampling(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stream_add), cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_stencil2d),  cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_stream_add),  cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_stencil2d),   cmocka_unit_test(test_gather),
       cmocka_unit_test(test_linked_list), cmocka_unit_test(test_valgrind_sampling),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -639,9 +639,8 @@ static capture_source *new_source(void) {
   return cs;
 }
 
-int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd,
-                      const ms_capture_options *options, int argc, char *const *argv,
-                      ms_source **out) {
+int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
+                      int argc, char *const *argv, ms_source **out) {
   *out = NULL;
   if (argc < 1 || !argv || !argv[0]) return ms_error_set(MS_ERR_ARG, "no program named");
   capture_source *cs = new_source();
@@ -677,7 +676,8 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   int rc = find_program(argv[0], &program);
   if (rc < 0) return rc;
   ms_capture_via via = options ? options->via : MS_CAPTURE_AUTO;
-  if (via == MS_CAPTURE_AUTO) via = ms_capture_has_rt(program) > 0 ? MS_CAPTURE_RT : MS_CAPTURE_VALGRIND;
+  if (via == MS_CAPTURE_AUTO)
+    via = ms_capture_has_rt(program) > 0 ? MS_CAPTURE_RT : MS_CAPTURE_VALGRIND;
   char tool_dir[PATH_MAX];
   rc = via == MS_CAPTURE_RT ? MS_OK : find_tool_dir(options, tool_dir, sizeof tool_dir);
   if (rc < 0) {

@@ -87,12 +87,12 @@ typedef struct unit {
 
 static __thread rt_thread *self __attribute__((tls_model("initial-exec")));
 
-static int state;            /* STATE_* */
-static int helper_mode;      /* MEMSNAP_OUT: this process started the writer */
+static int state;       /* STATE_* */
+static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
 static uint64_t sample_on, sample_off;
-static rt_thread *threads;   /* every thread ever seen, under the lock */
+static rt_thread *threads; /* every thread ever seen, under the lock */
 static rt_thread *free_threads;
-static uint32_t thread_ids;  /* next thread number */
+static uint32_t thread_ids; /* next thread number */
 static pthread_key_t thread_key;
 
 /* The channel (under the lock). */
@@ -217,9 +217,9 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
     char *copy = object_paths + object_paths_used;
     memcpy(copy, name, length);
     object_paths_used += length;
-    objects[object_count++] = (object){info->dlpi_addr + ph->p_vaddr,
-                                       info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
-                                       info->dlpi_addr, copy};
+    objects[object_count++] =
+        (object){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+                 info->dlpi_addr, copy};
   }
   return 0;
 }
@@ -338,7 +338,7 @@ static int grow_sites(void) {
  * statement's (1000 of 3000 sites of stream_add's loop had line 0). */
 static uint64_t call_address(uint64_t return_address) {
   return *(const uint8_t *)(uintptr_t)(return_address - 5) == 0xE8 ? return_address - 5
-                                                                  : return_address - 1;
+                                                                   : return_address - 1;
 }
 
 static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
@@ -537,16 +537,16 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
   slow_path(address, meta);
 }
 
-#define META(size, kind)                                                                  \
-  ((uint64_t)(uintptr_t)__builtin_return_address(0) | (uint64_t)(size) << 48 |            \
+#define META(size, kind)                                                                           \
+  ((uint64_t)(uintptr_t)__builtin_return_address(0) | (uint64_t)(size) << 48 |                     \
    (uint64_t)(kind) << 56)
 
-#define CALLBACKS(n, type)                                                                \
-  EXPORT void __sanitizer_cov_load##n(type *address) {                                    \
-    record_access((uint64_t)(uintptr_t)address, META(n, TAG_LOAD));                       \
-  }                                                                                       \
-  EXPORT void __sanitizer_cov_store##n(type *address) {                                   \
-    record_access((uint64_t)(uintptr_t)address, META(n, TAG_STORE));                      \
+#define CALLBACKS(n, type)                                                                         \
+  EXPORT void __sanitizer_cov_load##n(type *address) {                                             \
+    record_access((uint64_t)(uintptr_t)address, META(n, TAG_LOAD));                                \
+  }                                                                                                \
+  EXPORT void __sanitizer_cov_store##n(type *address) {                                            \
+    record_access((uint64_t)(uintptr_t)address, META(n, TAG_STORE));                               \
   }
 
 CALLBACKS(1, uint8_t)
@@ -615,7 +615,7 @@ static void on_exit_handler(int status, void *arg) {
   finish(status);
 }
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
                                     SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
 /* The SIGNAL notice goes on the pipe itself (a 16-byte write to a pipe is atomic), so that
@@ -811,9 +811,12 @@ static int parse_sample(const char *text) {
     char *end;
     unsigned long long v = strtoull(text, &end, 10);
     if (end == text) return -1;
-    if (*end == 'k' || *end == 'K') v *= 1000, end++;
-    else if (*end == 'M') v *= 1000000, end++;
-    else if (*end == 'G') v *= 1000000000, end++;
+    if (*end == 'k' || *end == 'K')
+      v *= 1000, end++;
+    else if (*end == 'M')
+      v *= 1000000, end++;
+    else if (*end == 'G')
+      v *= 1000000000, end++;
     if (i == 0 && *end != '/') return -1;
     if (i == 1 && *end != '\0') return -1;
     values[i] = v;
