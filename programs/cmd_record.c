@@ -137,6 +137,12 @@ int cmd_record(int argc, char **argv) {
   if (!source) goto done;
   /* Like system(): an interrupt from the terminal is for the program; the recording of
    * what it did until then is still written. */
+  /* The writer of an instrumented program (--rt-channel) lives until the program's stream
+   * ends, whatever signal its process group gets: the program finalizes the trace. */
+  if (channel[0] >= 0) {
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+  }
   void (*old_int)(int) = signal(SIGINT, SIG_IGN);
   void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
   counting_sink counter = {.base = {.ops = &counting_ops}, .accesses = 0};

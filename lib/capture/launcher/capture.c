@@ -695,7 +695,12 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   int channel[2] = {-1, -1}, credit[2] = {-1, -1}, shm = -1;
   char **env = NULL;
   char **child_argv = NULL;
-  if (rc == 0 && (pipe2(channel, O_CLOEXEC) != 0 ||
+  /* for the runtime, the notice channel is a socket too: its writes use MSG_NOSIGNAL, so
+   * that a memsnap that died gives the program EPIPE, not SIGPIPE */
+  if (rc == 0 && via == MS_CAPTURE_RT &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
+  if (rc == 0 && ((via != MS_CAPTURE_RT && pipe2(channel, O_CLOEXEC) != 0) ||
                   socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0))
     rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
   if (rc == 0) {

@@ -176,10 +176,13 @@ static char *append_number(char *to, const char *end, uint64_t value) {
   return to;
 }
 
+/* The notice channel is a socket (memsnap makes it one): MSG_NOSIGNAL turns a vanished
+ * reader into EPIPE instead of killing the program with SIGPIPE. */
 static int write_all(int fd, const void *data, size_t bytes) {
   const char *p = data;
   while (bytes > 0) {
-    ssize_t n = write(fd, p, bytes);
+    ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = write(fd, p, bytes);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     p += n;
@@ -242,7 +245,7 @@ static const object *object_of(uint64_t pc, int in_signal) {
 }
 
 /*------------------------------------------------------------*/
-/* The channel: units in shared slots, notices on a pipe      */
+/* The channel: units in shared slots, notices on a socket    */
 /*------------------------------------------------------------*/
 
 #define SLOT_UNITS MS_VG_SLOT_UNITS
@@ -618,7 +621,7 @@ static void on_exit_handler(int status, void *arg) {
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
                                     SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
-/* The SIGNAL notice goes on the pipe itself (a 16-byte write to a pipe is atomic), so that
+/* The SIGNAL notice goes on the notice socket itself (one 16-byte send), so that
  * it arrives even when the signal interrupted this thread inside a flush: then the slots
  * are in an unknown state and the records of that flush are lost. */
 static void fatal_handler(int signal_number) {
@@ -726,8 +729,8 @@ static const char *memsnap_program(void) {
  * so that no atfork handler runs; only async-signal-safe calls, so this also serves in
  * the child of a fork. */
 static int start_writer(const char *output) {
-  int channel[2], credit[2];
-  if (pipe2(channel, O_CLOEXEC) != 0) return -1;
+  int channel[2], credit[2]; /* notices, credits: both sockets */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0) {
     close(channel[0]);
     close(channel[1]);
