@@ -76,8 +76,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-E") == 0 ||
         strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0 || strcmp(a, "-fsyntax-only") == 0 ||
-        strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0 || strncmp(a, "-print", 6) == 0 ||
-        strcmp(a, "-###") == 0)
+        strcmp(a, "--version") == 0 || strncmp(a, "-print", 6) == 0 || strcmp(a, "-###") == 0)
       links = 0;
     else if (strcmp(a, "-shared") == 0 || strcmp(a, "-r") == 0)
       shared = 1;

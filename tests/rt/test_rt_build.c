@@ -37,7 +37,33 @@ static void test_cmake_project(void **state) {
   test_rmdir(dir);
 }
 
+/* After `cmake --install`, the installed memsnap-cc and memsnap-c++ find the installed
+ * runtime, and MEMSNAP_OUT works with the installed memsnap as the writer. */
+static void test_installed(void **state) {
+  (void)state;
+  char *dir = test_tempdir();
+  assert_int_equal(test_run("cmake --install '%s' --prefix '%s/inst' > install.log 2>&1",
+                            test_env("MEMSNAP_BUILD_DIR"), dir),
+                   0);
+  assert_int_equal(test_run("cd '%s' && inst/bin/memsnap-cc -O2 -g -o histo '%s/main.c' "
+                            "'%s/histogram.c' -I'%s' && inst/bin/memsnap-c++ --version > /dev/null",
+                            dir, MEMSNAP_RT_PROJECT, MEMSNAP_RT_PROJECT, MEMSNAP_RT_PROJECT),
+                   0);
+  assert_int_equal(test_run("cd '%s' && MEMSNAP_BIN=inst/bin/memsnap MEMSNAP_OUT=h.mtr ./histo 500 "
+                            "> out && inst/bin/memsnap info h.mtr > info",
+                            dir),
+                   0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/info", dir);
+  char *info = test_read_file(path);
+  assert_non_null(info);
+  assert_non_null(strstr(info, "capture:       rt"));
+  free(info);
+  test_rmdir(dir);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_cmake_project)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_cmake_project),
+                                     cmocka_unit_test(test_installed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
