@@ -40,8 +40,9 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
 int ms_capture_has_rt(const char *path);
 
 /* The writer side of MEMSNAP_OUT: reads the stream that an instrumented program's runtime
- * sends on descriptors it opened (notice pipe, shared slots, credit socket), for the
- * program named by argc/argv. The exit status comes from the stream's last record. */
+ * sends on descriptors it opened (notice socket, shared slots, credit socket), for the
+ * program named by argc/argv. The exit status comes from the stream's last record. The
+ * three descriptors belong to the source from the call on, whatever it returns. */
 int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
                       int argc, char *const *argv, ms_source **out);
 

@@ -642,9 +642,14 @@ static capture_source *new_source(void) {
 int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
                       int argc, char *const *argv, ms_source **out) {
   *out = NULL;
-  if (argc < 1 || !argv || !argv[0]) return ms_error_set(MS_ERR_ARG, "no program named");
-  capture_source *cs = new_source();
-  if (!cs) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  capture_source *cs = argc >= 1 && argv && argv[0] ? new_source() : NULL;
+  if (!cs) {
+    close(notice_fd);
+    close(shm_fd);
+    close(credit_fd);
+    return argc >= 1 && argv && argv[0] ? ms_error_set(MS_ERR_NOMEM, "out of memory")
+                                        : ms_error_set(MS_ERR_ARG, "no program named");
+  }
   cs->fd = notice_fd;
   cs->credit_fd = credit_fd;
   cs->attached = 1;
