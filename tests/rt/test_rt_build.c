@@ -1,4 +1,4 @@
-/* memsnap-cc as CC of an ordinary CMake project: configure and build tests/rt/project with
+/* memsnap-cc as CC of ordinary projects: configure and build tests/rt/project with
  * CC=memsnap-cc, then record the program: every byte the histogram reads is in the trace
  * (n loads of 1 byte by histogram(), n read-modify-writes of its bins as load + store). */
 #include <setjmp.h>
@@ -37,6 +37,29 @@ static void test_cmake_project(void **state) {
   test_rmdir(dir);
 }
 
+/* `CC=memsnap-cc make` with make's implicit rules. */
+static void test_make_project(void **state) {
+  (void)state;
+  char *dir = test_tempdir();
+  assert_int_equal(test_run("cd '%s' && make -s -f '%s/Makefile' VPATH='%s' CC='%s' "
+                            "CFLAGS='-O2 -g -I%s' > build.log 2>&1",
+                            dir, MEMSNAP_RT_PROJECT, MEMSNAP_RT_PROJECT, MEMSNAP_CC,
+                            MEMSNAP_RT_PROJECT),
+                   0);
+  assert_int_equal(test_run("cd '%s' && MEMSNAP_OUT=h.mtr ./histo 700 > out", dir), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/h.mtr", dir);
+  rt_trace trace;
+  rt_trace_load(path, &trace);
+  long byte_loads = 0;
+  for (size_t i = 0; i < trace.count; i++)
+    byte_loads += strcmp(rt_trace_function(&trace, &trace.accesses[i]), "histogram") == 0 &&
+                  trace.accesses[i].kind == MS_LOAD && trace.accesses[i].size == 1;
+  assert_int_equal(byte_loads, 700);
+  rt_trace_free(&trace);
+  test_rmdir(dir);
+}
+
 /* After `cmake --install`, the installed memsnap-cc and memsnap-c++ find the installed
  * runtime, and MEMSNAP_OUT works with the installed memsnap as the writer. */
 static void test_installed(void **state) {
@@ -64,6 +87,7 @@ static void test_installed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_cmake_project),
+                                     cmocka_unit_test(test_make_project),
                                      cmocka_unit_test(test_installed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
