@@ -1,5 +1,6 @@
-/* memsnap-cc as CC of ordinary projects: configure and build tests/rt/project with
- * CC=memsnap-cc, then record the program: every byte the histogram reads is in the trace
+/* memsnap-cc as CC of ordinary projects: build tests/rt/project with CC=memsnap-cc through
+ * CMake and through make's implicit rules, and from an installed copy; then record the
+ * program: every byte the histogram reads is in the trace
  * (n loads of 1 byte by histogram(), n read-modify-writes of its bins as load + store). */
 #include <setjmp.h>
 #include <stdarg.h>
