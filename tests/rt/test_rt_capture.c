@@ -169,6 +169,24 @@ static void test_exit_from_a_thread(void **state) {
   rt_trace_free(&trace);
 }
 
+/* exit() from a signal handler, perhaps in the middle of the runtime's own flush: the
+ * program still exits (no deadlock) and leaves a valid trace; complete with status 7, or
+ * marked truncated when the handler interrupted a flush. Five runs, timers of 50-250 ms. */
+static void test_exit_from_a_signal_handler(void **state) {
+  (void)state;
+  for (int run = 1; run <= 5; run++) {
+    char args[32];
+    snprintf(args, sizeof args, "%d", 50 * run);
+    assert_int_equal(run_kernel("timeout -s KILL 30", "exit_in_handler", args), 7);
+    rt_trace trace;
+    load_in_dir("out.mtr", &trace);
+    const ms_stream_info *info = rt_trace_info(&trace);
+    if (!(info->flags & MS_STREAM_TRUNCATED)) assert_int_equal(info->exit_status, 7);
+    assert_true(trace.count > 0);
+    rt_trace_free(&trace);
+  }
+}
+
 static void test_fork_child_writes_its_own_trace(void **state) {
   (void)state;
   assert_int_equal(run_kernel("", "fork_child", "3000"), 0);
@@ -337,6 +355,7 @@ int main(void) {
       cmocka_unit_test(test_segfault_leaves_truncated_trace),
       cmocka_unit_test(test_sigterm_leaves_truncated_trace),
       cmocka_unit_test(test_exit_from_a_thread),
+      cmocka_unit_test(test_exit_from_a_signal_handler),
       cmocka_unit_test(test_fork_child_writes_its_own_trace),
       cmocka_unit_test(test_record_via_rt),
       cmocka_unit_test(test_record_via_rt_needs_the_runtime),

@@ -128,11 +128,12 @@ static void lock(void) {
   lock_owner = my_tid();
 }
 
-/* For signal handlers: 0 if the lock cannot be had (held by this very thread, which the
- * signal interrupted, or by another for more than ~2 s). */
-static int lock_bounded(void) {
+/* For signal handlers and exit: 0 if the lock cannot be had, because this very thread
+ * holds it (a signal interrupted its flush) or another one held it through `attempts`
+ * waits of 50 us (-1: no limit). */
+static int lock_bounded_by(int attempts) {
   pid_t me = my_tid();
-  for (int i = 0; i < 40000; i++) {
+  for (int i = 0; attempts < 0 || i < attempts; i++) {
     if (!__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE)) {
       lock_owner = me;
       return 1;
@@ -142,6 +143,8 @@ static int lock_bounded(void) {
   }
   return 0;
 }
+
+static int lock_bounded(void) { return lock_bounded_by(40000); } /* ~2 s */
 
 static void unlock(void) {
   lock_owner = 0;
@@ -596,13 +599,17 @@ static void wait_for_writer(void) {
   credit_fd = -1;
 }
 
+/* exit() may come from a signal handler that interrupted this thread's own flush: then
+ * the lock is ours already and the slots are mid-update, so the stream is only closed
+ * (and reads as truncated) instead of deadlocking. Another thread holding the lock always
+ * releases it: the writer keeps reading, or is gone and the channel breaks. */
 static void finish(int status) {
-  lock();
+  int locked = lock_bounded_by(-1);
   if (state != STATE_ACTIVE) {
-    unlock();
+    if (locked) unlock();
     return;
   }
-  if (!channel_broken) {
+  if (locked && !channel_broken) {
     flush_all(0);
     put_unit((uint64_t)(int64_t)status, pack(0, TAG_EXIT, 0, 0));
     submit_partial_slot();
@@ -610,7 +617,7 @@ static void finish(int status) {
   __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
   close_channel();
   wait_for_writer();
-  unlock();
+  if (locked) unlock();
 }
 
 static void on_exit_handler(int status, void *arg) {
