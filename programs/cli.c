@@ -62,14 +62,43 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
 
 /* The source that observes a live program, whose exit status the command passes through. */
 static const ms_source *live_source;
+static ms_capture_options capture_options = {.tool_dir = NULL, .quiet = 1};
+
+void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off) {
+  capture_options.via = (ms_capture_via)via;
+  capture_options.sample_on = sample_on;
+  capture_options.sample_off = sample_off;
+}
+
+int cli_parse_via(const char *text, int *via) {
+  if (strcmp(text, "auto") == 0)
+    *via = MS_CAPTURE_AUTO;
+  else if (strcmp(text, "valgrind") == 0)
+    *via = MS_CAPTURE_VALGRIND;
+  else if (strcmp(text, "rt") == 0)
+    *via = MS_CAPTURE_RT;
+  else
+    return -1;
+  return 0;
+}
+
+int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off) {
+  const char *slash = strchr(text, '/');
+  if (!slash || slash == text || (size_t)(slash - text) >= 32) return -1;
+  char first[32];
+  memcpy(first, text, (size_t)(slash - text));
+  first[slash - text] = '\0';
+  if (cli_parse_count(first, on) != 0 || cli_parse_count(slash + 1, off) != 0 || *on == 0)
+    return -1;
+  return 0;
+}
 
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
                            char **program_argv) {
   ms_source *source = NULL;
   int rc;
   if (program_argc > 0) {
-    ms_capture_options options = {.tool_dir = NULL, .quiet = 1};
-    rc = ms_capture_open(&options, program_argc, program_argv, &source);
+    rc = ms_capture_open(&capture_options, program_argc, program_argv, &source);
   } else if (path) {
     rc = ms_trace_open(path, &source);
   } else {

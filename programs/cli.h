@@ -46,6 +46,14 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out);
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
                            char **program_argv);
 
+/* How cli_open_source observes a live program: via (ms_capture_via: auto, valgrind, rt)
+ * and interval sampling (sample_on = 0: every access). Set by `record` before opening. */
+void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off);
+/* Parses --via (auto, valgrind, rt) and --sample ON/OFF (counts as cli_parse_count);
+ * -1 on a malformed value. */
+int cli_parse_via(const char *text, int *via);
+int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off);
+
 /* Exit status to pass through for a live program (0 for files). */
 int cli_program_status(const ms_source *source);
 

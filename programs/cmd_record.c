@@ -1,6 +1,7 @@
-/* memsnap record -o OUT.mtr [--quiet] -- PROG ARGS
+/* memsnap record -o OUT.mtr [--quiet] [--via=auto|valgrind|rt] [--sample ON/OFF] -- PROG ARGS
  *
- * Runs PROG under memsnap's Valgrind tool and writes every data access to a .mtr trace.
+ * Runs PROG under memsnap's Valgrind tool, or through its own memsnap runtime if it was
+ * built with memsnap-cc, and writes every data access to a .mtr trace.
  * Prints a one-line summary on stderr and exits with PROG's exit status (128 + signal if it
  * was killed; the trace is then kept and flagged truncated).
  */
@@ -12,12 +13,17 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "memsnap/capture.h"
 #include "memsnap/trace.h"
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap record [-o OUT.mtr] [--quiet] -- PROGRAM [ARGS...]\n"
+  fprintf(to, "usage: memsnap record [-o OUT.mtr] [--quiet] [--via=auto|valgrind|rt]\n"
+              "                      [--sample ON/OFF] -- PROGRAM [ARGS...]\n"
               "  -o, --output FILE  trace to write (default: PROGRAM's basename + .mtr)\n"
-              "  -q, --quiet        no summary line\n");
+              "  -q, --quiet        no summary line\n"
+              "  --via=HOW          valgrind (any program), rt (built with memsnap-cc), or auto\n"
+              "                     (rt if the program contains memsnap's runtime; default)\n"
+              "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n");
 }
 
 /* Counts what flows to the writer, for the summary. */
@@ -50,9 +56,14 @@ int cmd_record(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"help", no_argument, NULL, 'h'},
+                                          {"via", required_argument, NULL, 'V'},
+                                          {"sample", required_argument, NULL, 's'},
+                                          {"rt-channel", required_argument, NULL, 'C'},
                                           {NULL, 0, NULL, 0}};
   const char *output = NULL;
-  int quiet = 0;
+  int quiet = 0, via = MS_CAPTURE_AUTO;
+  uint64_t sample_on = 0, sample_off = 0;
+  int channel[3] = {-1, -1, -1};
   opterr = 0;
   optind = 1;
   int c;
@@ -61,6 +72,25 @@ int cmd_record(int argc, char **argv) {
     case 'o': output = optarg; break;
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;
+    case 'V':
+      if (cli_parse_via(optarg, &via) != 0) {
+        cli_error(argv[0], "--via %s: expected auto, valgrind or rt", optarg);
+        return 2;
+      }
+      break;
+    case 's':
+      if (cli_parse_sample(optarg, &sample_on, &sample_off) != 0) {
+        cli_error(argv[0], "--sample %s: expected ON/OFF counts such as 1M/9M (ON > 0)", optarg);
+        return 2;
+      }
+      break;
+    case 'C': /* internal: the writer that an instrumented program starts for MEMSNAP_OUT */
+      if (sscanf(optarg, "%d,%d,%d", &channel[0], &channel[1], &channel[2]) != 3 ||
+          channel[0] < 0 || channel[1] < 0 || channel[2] < 0) {
+        cli_error(argv[0], "--rt-channel %s: expected three descriptors N,M,C", optarg);
+        return 2;
+      }
+      break;
     default: return cli_option_error(argv[0], c, argv);
     }
   }
@@ -92,10 +122,27 @@ int cmd_record(int argc, char **argv) {
     cli_error(argv[0], "%s", ms_error_message());
     goto done;
   }
-  source = cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv);
+  cli_set_capture(via, sample_on, sample_off);
+  if (channel[0] >= 0) {
+    ms_capture_options attach = {
+        .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off};
+    if (ms_capture_attach(channel[0], channel[1], channel[2], &attach, inputs.program_argc,
+                          inputs.program_argv, &source) < 0) {
+      cli_fail(argv[0]);
+      goto done;
+    }
+  } else {
+    source = cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv);
+  }
   if (!source) goto done;
   /* Like system(): an interrupt from the terminal is for the program; the recording of
    * what it did until then is still written. */
+  /* The writer of an instrumented program (--rt-channel) lives until the program's stream
+   * ends, whatever signal its process group gets: the program finalizes the trace. */
+  if (channel[0] >= 0) {
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+  }
   void (*old_int)(int) = signal(SIGINT, SIG_IGN);
   void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
   counting_sink counter = {.base = {.ops = &counting_ops}, .accesses = 0};

@@ -1,4 +1,5 @@
-/* Live capture of an unmodified program's data accesses through memsnap's Valgrind tool.
+/* Live capture of a program's data accesses: through memsnap's Valgrind tool (any program),
+ * or through memsnap's compiler runtime (programs built by memsnap-cc; see lib/capture/rt).
  *
  * ms_capture_open starts `valgrind --tool=memsnap PROGRAM ARGS` with VALGRIND_LIB pointing
  * at a folder that mirrors Valgrind's libexec folder plus the memsnap tool, and returns a
@@ -9,15 +10,40 @@
 #ifndef MEMSNAP_CAPTURE_H
 #define MEMSNAP_CAPTURE_H
 
+#include <stdint.h>
+
 #include "memsnap/stream.h"
+
+typedef enum ms_capture_via {
+  MS_CAPTURE_AUTO = 0, /* the runtime if the program contains it, else Valgrind */
+  MS_CAPTURE_VALGRIND, /* memsnap's Valgrind tool */
+  MS_CAPTURE_RT,       /* the program's own memsnap runtime (built with memsnap-cc) */
+} ms_capture_via;
 
 typedef struct ms_capture_options {
   const char *tool_dir; /* the VALGRIND_LIB folder; NULL: $MEMSNAP_VALGRIND_LIB, else the
                            installed or build-tree location */
   int quiet;            /* pass -q to valgrind (default on in the CLI) */
+  ms_capture_via via;
+  /* Interval sampling (Chameleon dissertation, section 3.3.1): record sample_on
+   * consecutive accesses, skip sample_off, and so on (sample_on = 0: record all). The rt
+   * path counts per thread, in the program; the Valgrind path counts over the whole
+   * stream, in this process. The stream is flagged MS_STREAM_SAMPLED. */
+  uint64_t sample_on, sample_off;
 } ms_capture_options;
 
 int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
                     ms_source **out);
+
+/* 1 if the ELF file `path` contains memsnap's compiler runtime (its .memsnap_rt section),
+ * 0 if not (or not an ELF file), negative if it cannot be read. */
+int ms_capture_has_rt(const char *path);
+
+/* The writer side of MEMSNAP_OUT: reads the stream that an instrumented program's runtime
+ * sends on descriptors it opened (notice socket, shared slots, credit socket), for the
+ * program named by argc/argv. The exit status comes from the stream's last record. The
+ * three descriptors belong to the source from the call on, whatever it returns. */
+int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
+                      int argc, char *const *argv, ms_source **out);
 
 #endif

@@ -1,6 +1,6 @@
-/* The wire protocol between memsnap's Valgrind tool (valgrind/ms_main.c, no libc) and the
- * launcher (launcher/capture.c): constants only, so that both sides include the same
- * definitions. The protocol itself is described in launcher/README.md. */
+/* The wire protocol between memsnap's Valgrind tool (valgrind/ms_main.c, no libc) or the
+ * compiler runtime (rt/rt.c) and the launcher (launcher/capture.c): constants only, so that both
+ * sides include the same definitions. The protocol itself is described in launcher/README.md. */
 #ifndef MEMSNAP_CAPTURE_PROTOCOL_H
 #define MEMSNAP_CAPTURE_PROTOCOL_H
 
@@ -17,7 +17,8 @@ enum {
   TAG_THREAD = 0x11,
   TAG_SITE = 0x12,
   TAG_EXIT = 0x13,
-  TAG_CHUNK = 0x14
+  TAG_CHUNK = 0x14,
+  TAG_SIGNAL = 0x15 /* rt only: the program died of signal `a`; the stream is truncated */
 };
 
 #endif

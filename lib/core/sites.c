@@ -9,10 +9,13 @@
 #include "memsnap/sites.h"
 
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memsnap/error.h"
 
@@ -222,6 +225,20 @@ static const Dwfl_Callbacks offline_callbacks = {
     .section_address = dwfl_offline_section_address,
 };
 
+/* e_type of an ELF file, ET_NONE if unreadable. Read apart from libdwfl, whose module
+ * state dwfl_module_getelf would change. */
+static int elf_type(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ET_NONE;
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+  GElf_Ehdr header;
+  int type = elf && gelf_getehdr(elf, &header) ? header.e_type : ET_NONE;
+  if (elf) elf_end(elf);
+  close(fd);
+  return type;
+}
+
 int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_t load_bias) {
   Dwfl *dwfl = dwfl_begin(&offline_callbacks);
   if (!dwfl) return ms_error_set(MS_ERR_NOMEM, "libdw: %s", dwfl_errmsg(-1));
@@ -234,6 +251,9 @@ int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_
   dwfl_report_end(dwfl, NULL, NULL);
   Dwarf_Addr module_base = 0;
   dwfl_module_info(module, NULL, &module_base, NULL, NULL, NULL, NULL, NULL);
+  /* An executable that is not position-independent (ET_EXEC) keeps its link addresses in
+   * the offline module: there, pc - load_bias is already the module's address. */
+  if (elf_type(object_path) == ET_EXEC) module_base = 0;
   size_t symbol_count = 0;
   function_symbol *symbols = NULL;
   int resolved = 0;

@@ -19,6 +19,14 @@
  * missing). Finally every site is resolved through libdw from its object's file and load
  * bias; where libdw finds nothing, Valgrind's own names are kept.
  *
+ * The compiler runtime (lib/capture/rt) speaks the same protocol: with --via=rt the program
+ * itself is started, with MEMSNAP_RT_CHANNEL=N,M,C (and MEMSNAP_SAMPLE=ON/OFF) in its
+ * environment, and its runtime sends HELLO from a constructor; ms_capture_attach reads a
+ * channel that a runtime opened itself (MEMSNAP_OUT). The rt runtime's EXIT carries the
+ * exit status and a SIGNAL record (tag 0x15) reports a fatal signal.
+ * Sampling on the Valgrind path happens here, before any record is decoded into a batch:
+ * skipped accesses cost a comparison each, and no encoding.
+ *
  * Assumption: the tool writes whole notices in order; a partial notice at end of file can
  * only come from a killed process and is dropped (the stream is then truncated anyway).
  * Nothing in a slot is read after its credit is returned.
@@ -27,6 +35,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -75,8 +85,15 @@ typedef struct capture_source {
   size_t start, end; /* unread bytes are buffer[start, end) */
   int eof;
   int finished; /* end-of-stream work done */
+  int attached; /* ms_capture_attach: the credit socket stays open until destroy, so that
+                   the program, waiting for its end of file, exits after the trace is written */
   int saw_exit;
-  uint16_t thread; /* thread of the accesses that follow */
+  int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
+  int signal_number; /* from a SIGNAL record, 0 if none */
+  int sampling;      /* sample here (Valgrind path) */
+  int sample_recording;
+  uint64_t sample_left; /* accesses left in the current phase */
+  uint16_t thread;      /* thread of the accesses that follow */
   tool_names *names;
   size_t names_capacity;
   object_bias *objects;
@@ -210,12 +227,22 @@ static void finish_stream(capture_source *cs) {
   cs->finished = 1;
   if (cs->fd >= 0) close(cs->fd);
   cs->fd = -1;
-  if (cs->credit_fd >= 0) close(cs->credit_fd);
-  cs->credit_fd = -1;
-  int status;
+  if (cs->credit_fd >= 0 && !cs->attached) {
+    close(cs->credit_fd);
+    cs->credit_fd = -1;
+  }
+  int status = -1;
+  int had_child = cs->pid > 0;
   wait_child(cs, &status);
   ms_stream_info *info = &cs->base.info;
-  if (status >= 0 && WIFEXITED(status)) {
+  if (!had_child) {
+    if (cs->signal_number) {
+      info->exit_status = 128 + cs->signal_number;
+      info->flags |= MS_STREAM_TRUNCATED;
+    } else if (cs->saw_exit) {
+      info->exit_status = (int)cs->exit_code;
+    }
+  } else if (status >= 0 && WIFEXITED(status)) {
     info->exit_status = WEXITSTATUS(status);
   } else if (status >= 0 && WIFSIGNALED(status)) {
     info->exit_status = 128 + WTERMSIG(status);
@@ -244,6 +271,10 @@ static int next_chunk(capture_source *cs) {
     cs->start += UNIT;
     unsigned tag = (unsigned)(b >> 8) & 0xff;
     if (tag == TAG_HELLO) continue;
+    if (tag == TAG_SIGNAL) {
+      cs->signal_number = (int)(a & 0x7f);
+      continue;
+    }
     uint32_t slot = (uint32_t)(b >> 32);
     if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % UNIT)
       return ms_error_set(MS_ERR_FORMAT, "capture channel: bad notice (tag 0x%x, slot %u)", tag,
@@ -283,6 +314,14 @@ static int capture_next(ms_source *source, ms_batch *batch) {
         if (site >= site_count)
           return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u",
                               site);
+        if (cs->sampling) {
+          if (cs->sample_left == 0) {
+            cs->sample_recording = !cs->sample_recording;
+            cs->sample_left = cs->sample_recording ? info->sample_on : info->sample_off;
+          }
+          cs->sample_left--;
+          if (!cs->sample_recording) continue;
+        }
         out[count++] = (ms_access){.address = a,
                                    .site = site,
                                    .thread = cs->thread,
@@ -303,6 +342,9 @@ static int capture_next(ms_source *source, ms_batch *batch) {
         p += extra * UNIT;
       } else if (tag == TAG_EXIT) {
         cs->saw_exit = 1;
+        cs->exit_code = (int64_t)a;
+      } else if (tag == TAG_SIGNAL) {
+        cs->signal_number = (int)(a & 0x7f);
       } else {
         return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
       }
@@ -443,8 +485,8 @@ static char **child_environment(const char *tool_dir) {
 }
 
 /* fork + execve; the exec's errno comes back through a close-on-exec pipe. */
-static int spawn(char *const *argv, char **env, const int *inherit, int inherit_count,
-                 pid_t *pid_out) {
+static int spawn(const char *executable, char *const *argv, char **env, const int *inherit,
+                 int inherit_count, pid_t *pid_out) {
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0)
     return ms_error_set(MS_ERR_CHILD, "pipe: %s", strerror(errno));
@@ -463,7 +505,7 @@ static int spawn(char *const *argv, char **env, const int *inherit, int inherit_
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
-    execve(MEMSNAP_VALGRIND_EXECUTABLE, argv, env);
+    execve(executable, argv, env);
     int error = errno;
     ssize_t ignored = write(status_pipe[1], &error, sizeof error);
     (void)ignored;
@@ -478,18 +520,23 @@ static int spawn(char *const *argv, char **env, const int *inherit, int inherit_
   close(status_pipe[0]);
   if (n == (ssize_t)sizeof error) {
     waitpid(pid, NULL, 0);
-    return ms_error_set(MS_ERR_CHILD, "cannot run %s: %s", MEMSNAP_VALGRIND_EXECUTABLE,
-                        strerror(error));
+    return ms_error_set(MS_ERR_CHILD, "cannot run %s: %s", executable, strerror(error));
   }
   *pid_out = pid;
   return MS_OK;
 }
 
-static int init_info(capture_source *cs, int argc, char *const *argv, const char *program) {
+static int init_info(capture_source *cs, int argc, char *const *argv, const char *program,
+                     const char *capture, const ms_capture_options *options) {
   ms_stream_info *info = &cs->base.info;
   info->exit_status = -1;
   info->sites = ms_site_table_new();
-  info->capture = strdup("valgrind");
+  info->capture = strdup(capture);
+  if (options && options->sample_on > 0 && options->sample_off > 0) {
+    info->flags |= MS_STREAM_SAMPLED;
+    info->sample_on = options->sample_on;
+    info->sample_off = options->sample_off;
+  }
   info->arch = strdup("amd64");
   if (!info->sites || !info->capture || !info->arch)
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -511,12 +558,119 @@ static int expect_hello(capture_source *cs, const char *program) {
   }
   int status;
   wait_child(cs, &status);
+  if (strcmp(cs->base.info.capture, "rt") == 0)
+    return ms_error_set(MS_ERR_CHILD,
+                        "%s: no memsnap runtime answered (build the program with memsnap-cc, or "
+                        "use --via=valgrind)",
+                        program);
   if (status >= 0 && WIFEXITED(status))
     return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (exit status %d)", program,
                         WEXITSTATUS(status));
   return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (%s)", program,
                       status >= 0 && WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
                                                          : "no records");
+}
+
+int ms_capture_has_rt(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ms_error_set(MS_ERR_IO, "%s: %s", path, strerror(errno));
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  int found = 0;
+  size_t names;
+  if (elf && elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &names) == 0) {
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn && !found; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr header;
+      const char *name = gelf_getshdr(scn, &header) ? elf_strptr(elf, names, header.sh_name) : NULL;
+      found = name && strcmp(name, ".memsnap_rt") == 0;
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return found;
+}
+
+/* environ without MEMSNAP_OUT, MEMSNAP_RT_CHANNEL and MEMSNAP_SAMPLE, plus the channel (and
+ * the sampling) for the runtime; entries 0 and 1 are allocated here. */
+static char **rt_environment(int notice_fd, int shm_fd, int credit_fd,
+                             const ms_capture_options *options) {
+  size_t count = 0;
+  while (environ && environ[count])
+    count++;
+  char **env = calloc(count + 3, sizeof *env);
+  char *channel = malloc(64), *sample = malloc(80);
+  if (!env || !channel || !sample) {
+    free(env);
+    free(channel);
+    free(sample);
+    return NULL;
+  }
+  snprintf(channel, 64, "MEMSNAP_RT_CHANNEL=%d,%d,%d", notice_fd, shm_fd, credit_fd);
+  if (options && options->sample_on > 0 && options->sample_off > 0)
+    snprintf(sample, 80, "MEMSNAP_SAMPLE=%llu/%llu", (unsigned long long)options->sample_on,
+             (unsigned long long)options->sample_off);
+  else
+    snprintf(sample, 80, "MEMSNAP_SAMPLE=");
+  size_t n = 0;
+  env[n++] = channel;
+  env[n++] = sample;
+  for (size_t i = 0; i < count; i++)
+    if (strncmp(environ[i], "MEMSNAP_OUT=", 12) != 0 &&
+        strncmp(environ[i], "MEMSNAP_RT_CHANNEL=", 19) != 0 &&
+        strncmp(environ[i], "MEMSNAP_SAMPLE=", 15) != 0)
+      env[n++] = environ[i];
+  env[n] = NULL;
+  return env;
+}
+
+static capture_source *new_source(void) {
+  capture_source *cs = calloc(1, sizeof *cs);
+  if (!cs) return NULL;
+  cs->base.ops = &capture_ops;
+  cs->pid = -1;
+  cs->fd = -1;
+  cs->credit_fd = -1;
+  cs->chunk_slot = -1;
+  cs->buffer = malloc(READ_BUFFER);
+  if (!cs->buffer) {
+    free(cs);
+    return NULL;
+  }
+  return cs;
+}
+
+int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
+                      int argc, char *const *argv, ms_source **out) {
+  *out = NULL;
+  capture_source *cs = argc >= 1 && argv && argv[0] ? new_source() : NULL;
+  if (!cs) {
+    close(notice_fd);
+    close(shm_fd);
+    close(credit_fd);
+    return argc >= 1 && argv && argv[0] ? ms_error_set(MS_ERR_NOMEM, "out of memory")
+                                        : ms_error_set(MS_ERR_ARG, "no program named");
+  }
+  cs->fd = notice_fd;
+  cs->credit_fd = credit_fd;
+  cs->attached = 1;
+  fcntl(notice_fd, F_SETFD, FD_CLOEXEC);
+  fcntl(credit_fd, F_SETFD, FD_CLOEXEC);
+  int rc = init_info(cs, argc, argv, argv[0], "rt", options);
+  if (rc == 0) {
+    void *map = mmap(NULL, (size_t)SLOT_COUNT * SLOT_BYTES, PROT_READ, MAP_SHARED, shm_fd, 0);
+    if (map == MAP_FAILED)
+      rc = ms_error_set(MS_ERR_CHILD, "capture shared memory: %s", strerror(errno));
+    else
+      cs->slots = map;
+  }
+  close(shm_fd);
+  if (rc == 0) rc = expect_hello(cs, argv[0]);
+  if (rc < 0) {
+    capture_destroy(&cs->base);
+    return rc;
+  }
+  *out = &cs->base;
+  return MS_OK;
 }
 
 int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
@@ -526,30 +680,32 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   char *program = NULL;
   int rc = find_program(argv[0], &program);
   if (rc < 0) return rc;
+  ms_capture_via via = options ? options->via : MS_CAPTURE_AUTO;
+  if (via == MS_CAPTURE_AUTO)
+    via = ms_capture_has_rt(program) > 0 ? MS_CAPTURE_RT : MS_CAPTURE_VALGRIND;
   char tool_dir[PATH_MAX];
-  rc = find_tool_dir(options, tool_dir, sizeof tool_dir);
+  rc = via == MS_CAPTURE_RT ? MS_OK : find_tool_dir(options, tool_dir, sizeof tool_dir);
   if (rc < 0) {
     free(program);
     return rc;
   }
-  capture_source *cs = calloc(1, sizeof *cs);
+  capture_source *cs = new_source();
   if (!cs) {
     free(program);
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
-  cs->base.ops = &capture_ops;
-  cs->pid = -1;
-  cs->fd = -1;
-  cs->credit_fd = -1;
-  cs->chunk_slot = -1;
-  cs->buffer = malloc(READ_BUFFER);
-  rc =
-      cs->buffer ? init_info(cs, argc, argv, program) : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  rc = init_info(cs, argc, argv, program, via == MS_CAPTURE_RT ? "rt" : "valgrind", options);
+  cs->sampling = via == MS_CAPTURE_VALGRIND && (cs->base.info.flags & MS_STREAM_SAMPLED);
 
   int channel[2] = {-1, -1}, credit[2] = {-1, -1}, shm = -1;
   char **env = NULL;
   char **child_argv = NULL;
-  if (rc == 0 && (pipe2(channel, O_CLOEXEC) != 0 ||
+  /* for the runtime, the notice channel is a socket too: its writes use MSG_NOSIGNAL, so
+   * that a memsnap that died gives the program EPIPE, not SIGPIPE */
+  if (rc == 0 && via == MS_CAPTURE_RT &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
+  if (rc == 0 && ((via != MS_CAPTURE_RT && pipe2(channel, O_CLOEXEC) != 0) ||
                   socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0))
     rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
   if (rc == 0) {
@@ -564,12 +720,19 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
       cs->slots = map;
   }
   if (rc == 0) {
-    env = child_environment(tool_dir);
+    env = via == MS_CAPTURE_RT ? rt_environment(channel[1], shm, credit[1], options)
+                               : child_environment(tool_dir);
     child_argv = calloc((size_t)argc + 8, sizeof *child_argv);
     if (!env || !child_argv) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
   char options_text[4][40];
-  if (rc == 0) {
+  if (rc == 0 && via == MS_CAPTURE_RT) {
+    for (int i = 0; i < argc; i++)
+      child_argv[i] = argv[i];
+    child_argv[argc] = NULL;
+    int inherit[3] = {channel[1], shm, credit[1]};
+    rc = spawn(program, child_argv, env, inherit, 3, &cs->pid);
+  } else if (rc == 0) {
     snprintf(options_text[0], sizeof options_text[0], "--memsnap-fd=%d", channel[1]);
     snprintf(options_text[1], sizeof options_text[1], "--memsnap-shm=%d", shm);
     snprintf(options_text[2], sizeof options_text[2], "--memsnap-credit=%d", credit[1]);
@@ -585,9 +748,10 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
       child_argv[n++] = argv[i];
     child_argv[n] = NULL;
     int inherit[3] = {channel[1], shm, credit[1]};
-    rc = spawn(child_argv, env, inherit, 3, &cs->pid);
+    rc = spawn(MEMSNAP_VALGRIND_EXECUTABLE, child_argv, env, inherit, 3, &cs->pid);
   }
   if (env) free(env[0]);
+  if (env && via == MS_CAPTURE_RT) free(env[1]);
   free(env);
   free(child_argv);
   if (channel[1] >= 0) close(channel[1]);

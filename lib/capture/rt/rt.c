@@ -1,0 +1,931 @@
+/* libmemsnap-rt: the run-time half of compiler-instrumented capture (see DESIGN.md here).
+ *
+ * Model. Programs built by memsnap-cc call __sanitizer_cov_loadN / __sanitizer_cov_storeN
+ * (clang SanitizerCoverage trace-loads,trace-stores; N = 1, 2, 4, 8, 16) with the address
+ * of every IR load and store, just before the access. The site of an access is the
+ * callback's return address. Each thread appends {address, return address | size | kind}
+ * to its own buffer (no lock, no call but the callback itself); a full buffer is converted
+ * by its own thread, under one process-wide lock, into the units of memsnap's capture
+ * protocol (../protocol.h, the same as the Valgrind tool's) in shared-memory slots that a
+ * memsnap process parses and encodes into .mtr: `memsnap record` itself (MEMSNAP_RT_CHANNEL
+ * in the environment), or a `memsnap record --rt-channel` helper that this runtime starts
+ * when MEMSNAP_OUT names a file. Without either variable every callback returns at once.
+ *
+ * Order: each thread's accesses are kept in program order exactly; between threads, the
+ * stream interleaves whole buffers (64 Ki accesses) in the order they were flushed.
+ * Sites: a pc -> site id hash table (process-wide, under the lock) and a SITE record for
+ * each new pc, with the object's path and load bias so that memsnap resolves function and
+ * file:line through libdw (PIE or not).
+ * Sampling (MEMSNAP_SAMPLE=ON/OFF, Chameleon's interval sampling): each thread records ON
+ * consecutive accesses, then skips OFF, and so on; the counting is per thread.
+ * Ends: on_exit (the exit status goes in the EXIT record), thread exit (a pthread key
+ * destructor flushes), fatal signals (flush without allocating, no EXIT: the stream is
+ * truncated, then the default action), fork (the child records into OUT.<pid> in MEMSNAP_OUT
+ * mode, nothing under `memsnap record`).
+ * Nothing here calls malloc: buffers and tables come from mmap, strings live in static
+ * storage, so the runtime works inside signal handlers and under any malloc.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../protocol.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+
+/* The marker that `memsnap record` and `memsnap sim` look for to pick this capture path. */
+__attribute__((used, retain, section(".memsnap_rt"))) EXPORT const char memsnap_rt_marker[] =
+    "memsnap-rt 1";
+
+/*------------------------------------------------------------*/
+/* State                                                      */
+/*------------------------------------------------------------*/
+
+enum { STATE_UNINIT = 0, STATE_INITIALIZING, STATE_ACTIVE, STATE_OFF };
+
+typedef struct record {
+  uint64_t address;
+  uint64_t meta; /* return address | size << 48 | kind << 56 */
+} record;
+
+/* 64 Ki accesses (1 MiB) per thread buffer: one flush fills about one 1 MiB slot. */
+#define THREAD_RECORDS (1u << 16)
+
+typedef struct rt_thread {
+  record *records;
+  uint32_t count; /* written by the owner only; read by a finalizing thread */
+  uint32_t limit; /* the hot path records while count < limit */
+  uint64_t skip;  /* sampling: accesses still to skip (the hot path handles > 1) */
+  uint64_t on_left;
+  uint32_t limit_base; /* count when limit was last set */
+  uint32_t flushed;    /* records [0, flushed) already sent by a finalizing thread */
+  uint32_t id;
+  int live;
+  struct rt_thread *next;
+} rt_thread;
+
+typedef struct unit {
+  uint64_t a, b;
+} unit;
+
+static __thread rt_thread *self __attribute__((tls_model("initial-exec")));
+
+static int state;       /* STATE_* */
+static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
+static uint64_t sample_on, sample_off;
+static rt_thread *threads; /* every thread ever seen, under the lock */
+static rt_thread *free_threads;
+static uint32_t thread_ids; /* next thread number */
+static pthread_key_t thread_key;
+
+/* The channel (under the lock). */
+static int notice_fd = -1, credit_fd = -1;
+static unit *slots;
+static uint32_t slot_index, slots_in_flight;
+static unit *slot_pos, *slot_end;
+static uint32_t last_thread = UINT32_MAX;
+static int channel_broken;
+
+static char out_path[PATH_MAX];
+static char exe_path[PATH_MAX];
+static int saved_argc;
+static char **saved_argv;
+
+/*------------------------------------------------------------*/
+/* The lock: an atomic flag, usable from a signal handler     */
+/*------------------------------------------------------------*/
+
+static int lock_word;
+static pid_t lock_owner;
+
+static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void pause_briefly(void) {
+  struct timespec t = {0, 50000};
+  nanosleep(&t, NULL);
+}
+
+static void lock(void) {
+  while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
+    pause_briefly();
+  lock_owner = my_tid();
+}
+
+/* For signal handlers and exit: 0 if the lock cannot be had, because this very thread
+ * holds it (a signal interrupted its flush) or another one held it through `attempts`
+ * waits of 50 us (-1: no limit). */
+static int lock_bounded_by(int attempts) {
+  pid_t me = my_tid();
+  for (int i = 0; attempts < 0 || i < attempts; i++) {
+    if (!__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE)) {
+      lock_owner = me;
+      return 1;
+    }
+    if (__atomic_load_n(&lock_owner, __ATOMIC_RELAXED) == me) return 0;
+    pause_briefly();
+  }
+  return 0;
+}
+
+static int lock_bounded(void) { return lock_bounded_by(40000); } /* ~2 s */
+
+static void unlock(void) {
+  lock_owner = 0;
+  __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+}
+
+/*------------------------------------------------------------*/
+/* Small async-signal-safe helpers                            */
+/*------------------------------------------------------------*/
+
+static void *map_zeroed(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static char *append_text(char *to, const char *end, const char *text) {
+  while (*text && to < end - 1)
+    *to++ = *text++;
+  *to = '\0';
+  return to;
+}
+
+static char *append_number(char *to, const char *end, uint64_t value) {
+  char digits[24];
+  int n = 0;
+  do
+    digits[n++] = (char)('0' + value % 10);
+  while ((value /= 10) != 0);
+  while (n > 0 && to < end - 1)
+    *to++ = digits[--n];
+  *to = '\0';
+  return to;
+}
+
+/* The notice channel is a socket (memsnap makes it one): MSG_NOSIGNAL turns a vanished
+ * reader into EPIPE instead of killing the program with SIGPIPE. */
+static int write_all(int fd, const void *data, size_t bytes) {
+  const char *p = data;
+  while (bytes > 0) {
+    ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    bytes -= (size_t)n;
+  }
+  return 0;
+}
+
+/*------------------------------------------------------------*/
+/* Objects: which file holds a pc, and its load bias          */
+/*------------------------------------------------------------*/
+
+#define MAX_OBJECTS 256
+#define OBJECT_PATHS (64 * 1024)
+
+typedef struct object {
+  uint64_t start, end, bias;
+  const char *path;
+} object;
+
+static object objects[MAX_OBJECTS];
+static int object_count;
+static char object_paths[OBJECT_PATHS];
+static size_t object_paths_used;
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  (void)data;
+  const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : exe_path;
+  for (int i = 0; i < info->dlpi_phnum && object_count < MAX_OBJECTS; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    size_t length = strlen(name) + 1;
+    if (object_paths_used + length > OBJECT_PATHS) return 1;
+    char *copy = object_paths + object_paths_used;
+    memcpy(copy, name, length);
+    object_paths_used += length;
+    objects[object_count++] =
+        (object){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+                 info->dlpi_addr, copy};
+  }
+  return 0;
+}
+
+static void scan_objects(void) {
+  object_count = 0;
+  object_paths_used = 0;
+  dl_iterate_phdr(add_object, NULL);
+}
+
+/* The object of pc; rescans the loaded objects once on a miss unless in a signal handler. */
+static const object *object_of(uint64_t pc, int in_signal) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < object_count; i++)
+      if (pc >= objects[i].start && pc < objects[i].end) return &objects[i];
+    if (in_signal) break;
+    scan_objects();
+  }
+  return NULL;
+}
+
+/*------------------------------------------------------------*/
+/* The channel: units in shared slots, notices on a socket    */
+/*------------------------------------------------------------*/
+
+#define SLOT_UNITS MS_VG_SLOT_UNITS
+#define SLOT_COUNT 8
+
+static inline uint64_t pack(uint32_t site, uint32_t tag, uint32_t size, uint32_t extra) {
+  return (uint64_t)site << 32 | (uint64_t)extra << 16 | (uint64_t)tag << 8 | size;
+}
+
+static void break_channel(void) {
+  channel_broken = 1;
+  slot_pos = slots; /* records keep landing in slot 0, never sent */
+}
+
+/* Hands the current slot to the reader and moves to the next free one. */
+static void submit_slot(void) {
+  if (channel_broken) {
+    slot_pos = slots;
+    return;
+  }
+  unit notice = {(uint64_t)(slot_pos - (slots + (size_t)slot_index * SLOT_UNITS)) * sizeof(unit),
+                 pack(slot_index, TAG_CHUNK, 0, 0)};
+  if (write_all(notice_fd, &notice, sizeof notice) != 0) {
+    break_channel();
+    return;
+  }
+  slots_in_flight++;
+  while (slots_in_flight >= SLOT_COUNT) {
+    unsigned char credits[64];
+    ssize_t n = read(credit_fd, credits, sizeof credits);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      break_channel();
+      return;
+    }
+    slots_in_flight -= (uint32_t)n < slots_in_flight ? (uint32_t)n : slots_in_flight;
+  }
+  slot_index = (slot_index + 1) % SLOT_COUNT;
+  slot_pos = slots + (size_t)slot_index * SLOT_UNITS;
+  slot_end = slot_pos + SLOT_UNITS;
+}
+
+static inline void put_unit(uint64_t a, uint64_t b) {
+  slot_pos->a = a;
+  slot_pos->b = b;
+  if (++slot_pos == slot_end) submit_slot();
+}
+
+static void submit_partial_slot(void) {
+  if (slot_pos > slots + (size_t)slot_index * SLOT_UNITS) submit_slot();
+}
+
+/*------------------------------------------------------------*/
+/* Sites                                                      */
+/*------------------------------------------------------------*/
+
+typedef struct site_entry {
+  uint64_t pc; /* 0: empty */
+  uint32_t id;
+} site_entry;
+
+static site_entry *site_table;
+static uint64_t site_capacity; /* power of two */
+static uint32_t site_count;
+
+/* Last pcs seen by the converter: a direct-mapped cache in front of the hash table. In a
+ * loop the same few call sites repeat, so most lookups end here. */
+#define SITE_CACHE 4096
+static site_entry site_cache[SITE_CACHE];
+
+static inline uint64_t hash_pc(uint64_t pc) { return pc * 0x9E3779B97F4A7C15ull; }
+
+static int grow_sites(void) {
+  uint64_t capacity = site_capacity ? 2 * site_capacity : 1u << 14;
+  site_entry *table = map_zeroed(capacity * sizeof *table);
+  if (!table) return -1;
+  for (uint64_t i = 0; i < site_capacity; i++) {
+    if (!site_table[i].pc) continue;
+    uint64_t j = hash_pc(site_table[i].pc) >> 20 & (capacity - 1);
+    while (table[j].pc)
+      j = (j + 1) & (capacity - 1);
+    table[j] = site_table[i];
+  }
+  if (site_table) munmap(site_table, site_capacity * sizeof *site_table);
+  site_table = table;
+  site_capacity = capacity;
+  return 0;
+}
+
+/* A site is known by its callback's return address; the SITE record names the call
+ * instruction instead (`call rel32`, 5 bytes, else one byte back: inside the call), whose
+ * line is the access's: the instruction after the call often has line 0 or the next
+ * statement's (1000 of 3000 sites of stream_add's loop had line 0). */
+static uint64_t call_address(uint64_t return_address) {
+  return *(const uint8_t *)(uintptr_t)(return_address - 5) == 0xE8 ? return_address - 5
+                                                                   : return_address - 1;
+}
+
+static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
+  uint64_t pc = call_address(return_address);
+  const object *o = object_of(pc, in_signal);
+  const char *path = o ? o->path : "";
+  size_t length = strlen(path);
+  if (length > 4000) length = 4000;
+  /* payload: bias, line, then "path\0" "\0" "\0", zero padded */
+  size_t extra = 1 + (length + 3 + sizeof(unit) - 1) / sizeof(unit);
+  if ((size_t)(slot_end - slot_pos) <= extra + 1) submit_slot(); /* never straddles */
+  put_unit(pc, pack(id, TAG_SITE, 0, (uint32_t)extra));
+  put_unit(o ? o->bias : 0, 0);
+  unit text[4004 / sizeof(unit) + 1];
+  memset(text, 0, (extra - 1) * sizeof(unit));
+  memcpy(text, path, length);
+  for (size_t i = 0; i + 1 < extra; i++)
+    put_unit(text[i].a, text[i].b);
+}
+
+static uint32_t site_of(uint64_t pc, int in_signal) {
+  site_entry *cached = &site_cache[(pc ^ pc >> 12) & (SITE_CACHE - 1)];
+  if (LIKELY(cached->pc == pc)) return cached->id;
+  if (site_count * 2 >= site_capacity && grow_sites() != 0) return 0;
+  uint64_t j = hash_pc(pc) >> 20 & (site_capacity - 1);
+  while (site_table[j].pc && site_table[j].pc != pc)
+    j = (j + 1) & (site_capacity - 1);
+  if (!site_table[j].pc) {
+    site_table[j] = (site_entry){pc, site_count++};
+    emit_site(site_table[j].id, pc, in_signal);
+  }
+  *cached = site_table[j];
+  return cached->id;
+}
+
+/*------------------------------------------------------------*/
+/* Flushing a thread's buffer into the channel                */
+/*------------------------------------------------------------*/
+
+/* Under the lock. Sends records [flushed, count) of t. */
+static void convert(rt_thread *t, uint32_t count, int in_signal) {
+  if (t->flushed >= count) return;
+  if (site_capacity == 0 && grow_sites() != 0) return;
+  if (t->id != last_thread) {
+    put_unit(t->id, pack(0, TAG_THREAD, 0, 0));
+    last_thread = t->id;
+  }
+  for (uint32_t i = t->flushed; i < count; i++) {
+    const record *r = &t->records[i];
+    uint64_t pc = r->meta & 0xFFFFFFFFFFFFull;
+    uint32_t size = (uint32_t)(r->meta >> 48) & 0xff, kind = (uint32_t)(r->meta >> 56);
+    /* site_of may emit a SITE record, which must come before the access */
+    uint32_t site = site_of(pc, in_signal);
+    put_unit(r->address, pack(site, kind, size, 0));
+  }
+}
+
+/* The owner flushes its whole buffer. */
+static void flush_own(rt_thread *t) {
+  lock();
+  if (state == STATE_ACTIVE && !channel_broken) convert(t, t->count, 0);
+  t->flushed = 0;
+  __atomic_store_n(&t->count, 0, __ATOMIC_RELEASE);
+  unlock();
+}
+
+/* Under the lock: sends what every thread has buffered (other threads keep running: their
+ * records written after the snapshot of count are not sent). */
+static void flush_all(int in_signal) {
+  for (rt_thread *t = threads; t; t = t->next) {
+    if (!t->live) continue;
+    uint32_t count = __atomic_load_n(&t->count, __ATOMIC_ACQUIRE);
+    convert(t, count, in_signal);
+    t->flushed = count;
+  }
+}
+
+/*------------------------------------------------------------*/
+/* Threads                                                    */
+/*------------------------------------------------------------*/
+
+static void set_limit(rt_thread *t) {
+  uint64_t room = THREAD_RECORDS;
+  if (sample_on && t->on_left < room - t->count) room = t->count + t->on_left;
+  t->limit = (uint32_t)room;
+  t->limit_base = t->count;
+}
+
+/* Flushes, then gives the buffer to the next thread that starts. */
+static void thread_exit(void *arg) {
+  rt_thread *t = arg;
+  flush_own(t);
+  lock();
+  t->live = 0;
+  for (rt_thread **link = &threads; *link; link = &(*link)->next)
+    if (*link == t) {
+      *link = t->next;
+      break;
+    }
+  t->next = free_threads;
+  free_threads = t;
+  self = NULL;
+  unlock();
+}
+
+static rt_thread *thread_new(void) {
+  lock();
+  rt_thread *t = free_threads;
+  if (t) {
+    free_threads = t->next;
+  } else {
+    t = map_zeroed(sizeof *t);
+    record *records = t ? map_zeroed(THREAD_RECORDS * sizeof *records) : NULL;
+    if (!records) {
+      unlock();
+      return NULL;
+    }
+    t->records = records;
+  }
+  t->count = t->flushed = 0;
+  t->skip = 0;
+  t->on_left = sample_on;
+  t->id = thread_ids++;
+  t->live = 1;
+  set_limit(t);
+  t->next = threads;
+  threads = t;
+  unlock();
+  pthread_setspecific(thread_key, t);
+  return t;
+}
+
+/*------------------------------------------------------------*/
+/* The slow path of the callbacks                             */
+/*------------------------------------------------------------*/
+
+static void rt_init(void);
+
+static void skip_one(rt_thread *t) {
+  if (t->skip > 1) {
+    t->skip--;
+    return;
+  }
+  t->skip = 0;
+  t->on_left = sample_on;
+  set_limit(t);
+}
+
+__attribute__((noinline)) static void slow_path(uint64_t address, uint64_t meta) {
+  if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
+  if (state != STATE_ACTIVE) {
+    if (self) __atomic_store_n(&self->count, 0, __ATOMIC_RELEASE);
+    return;
+  }
+  rt_thread *t = self;
+  if (!t) {
+    t = self = thread_new();
+    if (!t) return;
+  } else if (t->skip > 0) {
+    skip_one(t);
+    return;
+  } else {
+    if (sample_on) t->on_left -= t->count - t->limit_base;
+    if (t->count >= THREAD_RECORDS) flush_own(t);
+    if (sample_on && t->on_left == 0) {
+      t->skip = sample_off;
+      t->limit = 0;
+      skip_one(t);
+      return;
+    }
+    set_limit(t);
+  }
+  uint32_t n = t->count;
+  t->records[n] = (record){address, meta};
+  __atomic_store_n(&t->count, n + 1, __ATOMIC_RELEASE);
+}
+
+/* The hot path: one buffer append, inlined into every callback. */
+static inline __attribute__((always_inline)) void record_access(uint64_t address, uint64_t meta) {
+  rt_thread *t = self;
+  if (LIKELY(t != NULL)) {
+    uint32_t n = t->count;
+    if (LIKELY(n < t->limit)) {
+      t->records[n].address = address;
+      t->records[n].meta = meta;
+      __atomic_store_n(&t->count, n + 1, __ATOMIC_RELEASE);
+      return;
+    }
+    if (t->skip > 1) {
+      t->skip--;
+      return;
+    }
+  } else if (LIKELY(state == STATE_OFF)) {
+    return;
+  }
+  slow_path(address, meta);
+}
+
+#define META(size, kind)                                                                           \
+  ((uint64_t)(uintptr_t)__builtin_return_address(0) | (uint64_t)(size) << 48 |                     \
+   (uint64_t)(kind) << 56)
+
+#define CALLBACKS(n, type)                                                                         \
+  EXPORT void __sanitizer_cov_load##n(type *address) {                                             \
+    record_access((uint64_t)(uintptr_t)address, META(n, TAG_LOAD));                                \
+  }                                                                                                \
+  EXPORT void __sanitizer_cov_store##n(type *address) {                                            \
+    record_access((uint64_t)(uintptr_t)address, META(n, TAG_STORE));                               \
+  }
+
+CALLBACKS(1, uint8_t)
+CALLBACKS(2, uint16_t)
+CALLBACKS(4, uint32_t)
+CALLBACKS(8, uint64_t)
+CALLBACKS(16, __int128)
+
+/* memsnap-cc also turns on trace-pc-guard at function entries (clang 14 emits the load and
+ * store callbacks only together with another coverage kind); the guards are not used. */
+EXPORT void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) {
+  (void)start;
+  (void)stop;
+}
+EXPORT void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; }
+
+/*------------------------------------------------------------*/
+/* Ends of the stream                                         */
+/*------------------------------------------------------------*/
+
+static void close_channel(void) {
+  if (notice_fd >= 0) close(notice_fd);
+  notice_fd = -1;
+}
+
+/* MEMSNAP_OUT mode: the writer closes its end of the credit socket when it exits, after
+ * renaming the finished trace into place. Bounded, so that a stuck writer cannot hang
+ * the program's exit (60 s). */
+static void wait_for_writer(void) {
+  if (!helper_mode || credit_fd < 0) return;
+  for (int waited = 0; waited < 600;) {
+    struct pollfd p = {credit_fd, POLLIN, 0};
+    int r = poll(&p, 1, 100);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      waited++;
+      continue;
+    }
+    unsigned char credits[64];
+    ssize_t n = read(credit_fd, credits, sizeof credits);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+  }
+  close(credit_fd);
+  credit_fd = -1;
+}
+
+/* exit() may come from a signal handler that interrupted this thread's own flush: then
+ * the lock is ours already and the slots are mid-update, so the stream is only closed
+ * (and reads as truncated) instead of deadlocking. Another thread holding the lock always
+ * releases it: the writer keeps reading, or is gone and the channel breaks. */
+static void finish(int status) {
+  int locked = lock_bounded_by(-1);
+  if (state != STATE_ACTIVE) {
+    if (locked) unlock();
+    return;
+  }
+  if (locked && !channel_broken) {
+    flush_all(0);
+    put_unit((uint64_t)(int64_t)status, pack(0, TAG_EXIT, 0, 0));
+    submit_partial_slot();
+  }
+  __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+  close_channel();
+  wait_for_writer();
+  if (locked) unlock();
+}
+
+static void on_exit_handler(int status, void *arg) {
+  (void)arg;
+  finish(status);
+}
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
+                                    SIGTERM, SIGINT, SIGQUIT, SIGHUP};
+
+/* The SIGNAL notice goes on the notice socket itself (one 16-byte send), so that
+ * it arrives even when the signal interrupted this thread inside a flush: then the slots
+ * are in an unknown state and the records of that flush are lost. */
+static void fatal_handler(int signal_number) {
+  int saved = errno;
+  unit notice = {(uint64_t)signal_number, pack(0, TAG_SIGNAL, 0, 0)};
+  int locked = lock_bounded();
+  if (locked && state == STATE_ACTIVE && !channel_broken) {
+    flush_all(1);
+    submit_partial_slot();
+  }
+  int was_active = __atomic_exchange_n(&state, STATE_OFF, __ATOMIC_ACQ_REL) == STATE_ACTIVE;
+  if (was_active && notice_fd >= 0) (void)write_all(notice_fd, &notice, sizeof notice);
+  close_channel();
+  wait_for_writer(); /* touches only the credit socket: safe even inside a flush */
+  if (locked) unlock();
+  /* the default action, as if this handler had never been there */
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = SIG_DFL;
+  sigaction(signal_number, &action, NULL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signal_number);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  errno = saved;
+  raise(signal_number);
+}
+
+static void install_signal_handlers(void) {
+  for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+    struct sigaction old;
+    if (sigaction(fatal_signals[i], NULL, &old) != 0) continue;
+    if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue; /* the program's */
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = fatal_handler;
+    action.sa_flags = SA_RESTART | SA_NODEFER;
+    sigfillset(&action.sa_mask);
+    sigaction(fatal_signals[i], &action, NULL);
+  }
+}
+
+/*------------------------------------------------------------*/
+/* Starting the channel                                       */
+/*------------------------------------------------------------*/
+
+static int move_high(int fd) {
+  if (fd < 0) return -1;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+static int map_slots(int shm) {
+  void *map = mmap(NULL, (size_t)SLOT_COUNT * SLOT_UNITS * sizeof(unit), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, shm, 0);
+  if (map == MAP_FAILED) return -1;
+  slots = map;
+  slot_index = 0;
+  slots_in_flight = 0;
+  slot_pos = slots;
+  slot_end = slots + SLOT_UNITS;
+  channel_broken = 0;
+  return 0;
+}
+
+static int send_hello(void) {
+  unit hello = {MS_VG_MAGIC, pack(MS_VG_VERSION, TAG_HELLO, 0, 0)};
+  return write_all(notice_fd, &hello, sizeof hello);
+}
+
+/* MEMSNAP_RT_CHANNEL=N,M,C: descriptors opened by `memsnap record`. */
+static int attach_channel(const char *text) {
+  int fds[3];
+  for (int i = 0; i < 3; i++) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || v < 0 || v > INT_MAX || (i < 2 && *end != ',')) return -1;
+    fds[i] = (int)v;
+    text = end + 1;
+  }
+  notice_fd = move_high(fds[0]);
+  credit_fd = move_high(fds[2]);
+  int shm = fds[1];
+  int rc = map_slots(shm);
+  close(shm);
+  return rc == 0 ? send_hello() : -1;
+}
+
+static const char *memsnap_program(void) {
+  const char *given = getenv("MEMSNAP_BIN");
+  if (given && *given) return given;
+#ifdef MEMSNAP_RT_BUILD_BIN
+  if (access(MEMSNAP_RT_BUILD_BIN, X_OK) == 0) return MEMSNAP_RT_BUILD_BIN;
+#endif
+#ifdef MEMSNAP_RT_INSTALLED_BIN
+  if (access(MEMSNAP_RT_INSTALLED_BIN, X_OK) == 0) return MEMSNAP_RT_INSTALLED_BIN;
+#endif
+  return "memsnap";
+}
+
+/* Starts `memsnap record -q --rt-channel=N,M,C [--sample ON/OFF] -o OUT -- PROG ARGS` as a
+ * grandchild (so that the program's own wait() never sees it), with raw fork system calls
+ * so that no atfork handler runs; only async-signal-safe calls, so this also serves in
+ * the child of a fork. */
+static int start_writer(const char *output) {
+  int channel[2], credit[2]; /* notices, credits: both sockets */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0) {
+    close(channel[0]);
+    close(channel[1]);
+    return -1;
+  }
+  int shm = (int)syscall(SYS_memfd_create, "memsnap-rt", MFD_CLOEXEC);
+  if (shm < 0 || ftruncate(shm, (off_t)SLOT_COUNT * SLOT_UNITS * sizeof(unit)) != 0) goto fail;
+
+  static char arguments[4][64];
+  char *end = arguments[0] + sizeof arguments[0], *p = arguments[0];
+  p = append_text(p, end, "--rt-channel=");
+  p = append_number(p, end, (uint64_t)channel[0]);
+  p = append_text(p, end, ",");
+  p = append_number(p, end, (uint64_t)shm);
+  p = append_text(p, end, ",");
+  append_number(p, end, (uint64_t)credit[1]);
+  p = arguments[1];
+  end = p + sizeof arguments[1];
+  p = append_number(p, end, sample_on);
+  p = append_text(p, end, "/");
+  append_number(p, end, sample_off);
+  static char *argv[4096];
+  int n = 0;
+  argv[n++] = (char *)"memsnap";
+  argv[n++] = (char *)"record";
+  argv[n++] = (char *)"-q";
+  argv[n++] = arguments[0];
+  if (sample_on) {
+    argv[n++] = (char *)"--sample";
+    argv[n++] = arguments[1];
+  }
+  argv[n++] = (char *)"-o";
+  argv[n++] = (char *)output;
+  argv[n++] = (char *)"--";
+  argv[n++] = exe_path;
+  for (int i = 1; i < saved_argc && saved_argv && saved_argv[i] && n < 4095; i++)
+    argv[n++] = saved_argv[i];
+  argv[n] = NULL;
+  const char *program = memsnap_program();
+
+  pid_t child = (pid_t)syscall(SYS_fork);
+  if (child < 0) goto fail;
+  if (child == 0) {
+    if ((pid_t)syscall(SYS_fork) == 0) {
+      int keep[3] = {channel[0], shm, credit[1]};
+      for (int i = 0; i < 3; i++)
+        fcntl(keep[i], F_SETFD, 0);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, NULL);
+      for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+        signal(fatal_signals[i], SIG_DFL);
+      execvp(program, argv);
+      _exit(127);
+    }
+    _exit(0);
+  }
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+  }
+  close(channel[0]);
+  close(credit[1]);
+  notice_fd = move_high(channel[1]);
+  credit_fd = move_high(credit[0]);
+  int rc = map_slots(shm);
+  close(shm);
+  helper_mode = 1;
+  return rc == 0 ? send_hello() : -1;
+fail:
+  if (shm >= 0) close(shm);
+  close(channel[0]);
+  close(channel[1]);
+  close(credit[0]);
+  close(credit[1]);
+  return -1;
+}
+
+/* ON/OFF with k, M, G suffixes (powers of 1000), e.g. 1M/9M. */
+static int parse_sample(const char *text) {
+  uint64_t values[2];
+  for (int i = 0; i < 2; i++) {
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text) return -1;
+    if (*end == 'k' || *end == 'K')
+      v *= 1000, end++;
+    else if (*end == 'M')
+      v *= 1000000, end++;
+    else if (*end == 'G')
+      v *= 1000000000, end++;
+    if (i == 0 && *end != '/') return -1;
+    if (i == 1 && *end != '\0') return -1;
+    values[i] = v;
+    text = end + 1;
+  }
+  if (values[0] == 0) return -1;
+  sample_on = values[1] ? values[0] : 0;
+  sample_off = values[1];
+  return 0;
+}
+
+/*------------------------------------------------------------*/
+/* Fork                                                       */
+/*------------------------------------------------------------*/
+
+static void before_fork(void) {
+  if (self && state == STATE_ACTIVE) flush_own(self); /* neither copy keeps them */
+  lock();
+}
+
+static void after_fork_parent(void) { unlock(); }
+
+static void after_fork_child(void) {
+  lock_owner = 0;
+  lock_word = 0;
+  if (state != STATE_ACTIVE) return;
+  if (slots) munmap(slots, (size_t)SLOT_COUNT * SLOT_UNITS * sizeof(unit));
+  slots = NULL;
+  close_channel();
+  if (credit_fd >= 0) close(credit_fd);
+  credit_fd = -1;
+  state = STATE_OFF;
+  if (!helper_mode) return; /* under `memsnap record`, only the first process is recorded */
+  /* a new stream: threads, sites and the channel start afresh */
+  rt_thread *me = self;
+  threads = free_threads = NULL;
+  thread_ids = 0;
+  if (me) {
+    me->id = thread_ids++;
+    me->count = me->flushed = 0;
+    me->live = 1;
+    me->next = NULL;
+    threads = me;
+  }
+  last_thread = UINT32_MAX;
+  if (site_table) memset(site_table, 0, site_capacity * sizeof *site_table);
+  memset(site_cache, 0, sizeof site_cache);
+  site_count = 0;
+  static char child_path[PATH_MAX + 32];
+  char *p = append_text(child_path, child_path + sizeof child_path, out_path);
+  p = append_text(p, child_path + sizeof child_path, ".");
+  append_number(p, child_path + sizeof child_path, (uint64_t)getpid());
+  if (start_writer(child_path) == 0) state = STATE_ACTIVE;
+}
+
+/*------------------------------------------------------------*/
+/* Initialization                                             */
+/*------------------------------------------------------------*/
+
+static void rt_init(void) {
+  int expected = STATE_UNINIT;
+  if (!__atomic_compare_exchange_n(&state, &expected, STATE_INITIALIZING, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
+      pause_briefly();
+    return;
+  }
+  int next = STATE_OFF;
+  const char *channel = getenv("MEMSNAP_RT_CHANNEL");
+  const char *output = getenv("MEMSNAP_OUT");
+  const char *sample = getenv("MEMSNAP_SAMPLE");
+  if ((channel && *channel) || (output && *output)) {
+    ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_path[n > 0 ? n : 0] = '\0';
+    if ((sample && *sample && parse_sample(sample) != 0) ||
+        pthread_key_create(&thread_key, thread_exit) != 0) {
+      /* a malformed MEMSNAP_SAMPLE: record nothing rather than something unasked for */
+    } else if (channel && *channel) {
+      if (attach_channel(channel) == 0) next = STATE_ACTIVE;
+    } else {
+      append_text(out_path, out_path + sizeof out_path, output);
+      if (start_writer(out_path) == 0) next = STATE_ACTIVE;
+    }
+    /* an instrumented program that this one starts is not recorded into the same file */
+    unsetenv("MEMSNAP_RT_CHANNEL");
+    unsetenv("MEMSNAP_OUT");
+    if (next == STATE_ACTIVE) {
+      scan_objects();
+      on_exit(on_exit_handler, NULL);
+      install_signal_handlers();
+      pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    }
+  }
+  __atomic_store_n(&state, next, __ATOMIC_RELEASE);
+}
+
+/* glibc passes argc and argv to constructors: they name the program in the trace. */
+__attribute__((constructor(101))) static void rt_constructor(int argc, char **argv) {
+  saved_argc = argc;
+  saved_argv = argv;
+  if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
+}

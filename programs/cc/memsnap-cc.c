@@ -1,0 +1,120 @@
+/* memsnap-cc, memsnap-c++: clang with memsnap's compiler-instrumented capture.
+ *
+ *   memsnap-cc [clang arguments...]    (memsnap-c++: clang++; the name picks the driver)
+ *
+ * Adds -fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores (clang 14 emits
+ * the load and store callbacks only when another coverage kind is on; a guard per function
+ * entry is the cheapest), -gdwarf-aranges (memsnap resolves sites through libdw, which finds
+ * a compilation unit by its address ranges), -fno-sanitize-link-runtime (else clang links
+ * its UBSan runtime to supply default callbacks, with its own fatal-signal handlers) and, when the
+ * command links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other
+ * argument passes through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime
+ * is looked up in $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in
+ * the build tree. $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang,
+ * clang++).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const coverage =
+    "-fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores";
+
+/* Options of clang's driver whose value is the next argument. */
+static int takes_value(const char *arg) {
+  static const char *const options[] = {"-o",       "-I",          "-L",
+                                        "-l",       "-D",          "-U",
+                                        "-include", "-imacros",    "-x",
+                                        "-MF",      "-MT",         "-MQ",
+                                        "-isystem", "-idirafter",  "-iquote",
+                                        "-iprefix", "-isysroot",   "-Xlinker",
+                                        "-Xclang",  "-Xassembler", "-Xpreprocessor",
+                                        "-target",  "-arch",       "-u",
+                                        "-z",       "--sysroot",   "-T",
+                                        "-mllvm",   "-aux-info",   NULL};
+  for (int i = 0; options[i]; i++)
+    if (strcmp(arg, options[i]) == 0) return 1;
+  return 0;
+}
+
+static int exists(const char *path) { return access(path, R_OK) == 0; }
+
+/* The runtime library, or NULL. */
+static const char *find_runtime(char *buffer, size_t size) {
+  const char *given = getenv("MEMSNAP_RT_LIB");
+  if (given && *given) return given;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = '\0';
+      static const char *const relative[] = {"../" MEMSNAP_RT_INSTALL_LIBDIR, "../lib", "../lib64",
+                                             NULL};
+      for (int i = 0; relative[i]; i++) {
+        int m = snprintf(buffer, size, "%s/%s/libmemsnap-rt.a", self, relative[i]);
+        if (m > 0 && (size_t)m < size && exists(buffer)) return buffer;
+      }
+    }
+  }
+  if (exists(MEMSNAP_RT_BUILD_LIB)) return MEMSNAP_RT_BUILD_LIB;
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *name = strrchr(argv[0], '/');
+  name = name ? name + 1 : argv[0];
+  int cxx = strstr(name, "++") != NULL || strstr(name, "cxx") != NULL;
+  const char *driver = getenv(cxx ? "MEMSNAP_CLANGXX" : "MEMSNAP_CLANG");
+  if (!driver || !*driver) driver = cxx ? "clang++" : "clang";
+
+  int links = 1, inputs = 0, shared = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-E") == 0 ||
+        strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0 || strcmp(a, "-fsyntax-only") == 0 ||
+        strcmp(a, "--version") == 0 || strncmp(a, "-print", 6) == 0 || strcmp(a, "-###") == 0)
+      links = 0;
+    else if (strcmp(a, "-shared") == 0 || strcmp(a, "-r") == 0)
+      shared = 1;
+    else if (takes_value(a))
+      i++;
+    else if (a[0] != '-' || strcmp(a, "-") == 0)
+      inputs++;
+  }
+  char buffer[PATH_MAX];
+  const char *runtime = NULL;
+  /* a shared library's callbacks bind to the executable's runtime: only executables get one */
+  int add_runtime = links && inputs > 0 && !shared;
+  if (add_runtime) {
+    runtime = find_runtime(buffer, sizeof buffer);
+    if (!runtime) {
+      fprintf(stderr, "%s: cannot find libmemsnap-rt.a (set MEMSNAP_RT_LIB)\n", name);
+      return 1;
+    }
+  }
+  char **args = calloc((size_t)argc + 8, sizeof *args);
+  if (!args) {
+    fprintf(stderr, "%s: out of memory\n", name);
+    return 1;
+  }
+  int n = 0;
+  args[n++] = (char *)driver;
+  args[n++] = (char *)coverage;
+  args[n++] = (char *)"-gdwarf-aranges";
+  args[n++] = (char *)"-fno-sanitize-link-runtime";
+  for (int i = 1; i < argc; i++)
+    args[n++] = argv[i];
+  if (add_runtime) {
+    args[n++] = (char *)runtime;
+    args[n++] = (char *)"-lpthread";
+  }
+  args[n] = NULL;
+  execvp(driver, args);
+  fprintf(stderr, "%s: cannot run %s: ", name, driver);
+  perror(NULL);
+  return 127;
+}
