@@ -102,6 +102,14 @@ static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max
  * it (wrapping). If value_counts is not NULL, adds to value_counts[v] the number of
  * occurrences of v before `index` (needs ms_psnap_expr_index_values). */
 int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *value_counts);
+/* The same, counting element i as weight[leaf] elements (0 or 1) and a group as
+ * weight[group] per iteration (ms_psnap_expr_weights): the index counts only the
+ * elements of weight 1, and the cursor stops before the index-th of them. */
+int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
+                                      const uint64_t *weight, uint64_t *value_counts);
+/* Per node, the elements of one iteration whose value v has mask[v] set (an order's
+ * selected sites); malloc'ed array of node_count entries, NULL if out of memory. */
+uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask);
 void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor);
 /* Slow path of ms_psnap_cursor_run: moves to the next leaf; 0 at the end. */
 int ms_psnap_cursor_advance(ms_psnap_cursor *cursor);

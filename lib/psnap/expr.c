@@ -466,12 +466,22 @@ static void add_counts(const ms_psnap_expr *expr, uint32_t node, uint64_t times,
 }
 
 int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *value_counts) {
+  return ms_psnap_cursor_seek_weighted(cursor, index, NULL, value_counts);
+}
+
+int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
+                                      const uint64_t *weight, uint64_t *value_counts) {
   const ms_psnap_expr *expr = cursor->expr;
+  const uint64_t *length = weight ? weight : expr->length;
+  uint64_t total = weight ? weight[expr->root] : expr->total;
   ms_psnap_cursor_rewind(cursor);
   uint64_t sum = 0;
-  if (expr->total == 0) return 0;
-  if (index >= expr->total) {
-    uint64_t cycles = index / expr->total;
+  if (total == 0) {
+    if (!cursor->cyclic) cursor->depth = 0;
+    return 0;
+  }
+  if (index >= total) {
+    uint64_t cycles = index / total;
     if (!cursor->cyclic) {
       cursor->depth = 0;
       add_counts(expr, expr->root, 1, value_counts);
@@ -479,22 +489,22 @@ int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *
     }
     sum += cycles * (uint64_t)expr->sum[expr->root];
     add_counts(expr, expr->root, cycles, value_counts);
-    index -= cycles * expr->total;
+    index -= cycles * total;
   }
   /* Invariant: the top frame's group is entered, `index` elements remain to skip in it. */
   for (;;) {
     ms_psnap_frame *top = &cursor->stack[cursor->depth - 1];
     const ms_psnap_node *group = &expr->nodes[top->node];
-    uint64_t skip = index / expr->length[top->node];
+    uint64_t skip = index / length[top->node];
     top->iteration = skip;
     sum += skip * (uint64_t)expr->sum[top->node];
     add_counts(expr, top->node, skip, value_counts);
-    index -= skip * expr->length[top->node];
+    index -= skip * length[top->node];
     if (index == 0) return (int64_t)sum; /* at the start of an iteration: child 0 */
     for (top->child = 0;; top->child++) {
       uint32_t id = expr->children[group->first + top->child];
       const ms_psnap_node *node = &expr->nodes[id];
-      uint64_t child_total = expr->length[id] * node->repeat;
+      uint64_t child_total = length[id] * node->repeat;
       if (index >= child_total) {
         index -= child_total;
         sum += node->repeat * (uint64_t)expr->sum[id];
@@ -513,4 +523,22 @@ int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *
       break;
     }
   }
+}
+
+uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask) {
+  uint64_t *weight = malloc((expr->node_count ? expr->node_count : 1) * sizeof *weight);
+  if (!weight) return NULL;
+  for (uint32_t i = 0; i < expr->node_count; i++) {
+    const ms_psnap_node *node = &expr->nodes[i];
+    if (node->count == 0 && i != expr->root) {
+      weight[i] = mask[node->value] ? 1 : 0;
+      continue;
+    }
+    weight[i] = 0;
+    for (uint32_t c = 0; c < node->count; c++) {
+      uint32_t child = expr->children[node->first + c];
+      weight[i] += weight[child] * expr->nodes[child].repeat;
+    }
+  }
+  return weight;
 }

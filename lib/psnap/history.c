@@ -204,7 +204,7 @@ int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts
   memset(out, 0, sizeof *out);
   ms_psnap_expr_init(&out->pattern);
   out->cls = MS_STRIDE_UNDESIGNATED;
-  if (unique > 64 || width > 64 || row_count + 1 > unique)
+  if (unique > 64 || width > 64 || (unique > 0 && row_count + 1 > unique))
     return ms_psnap_expr_finish(&out->pattern, NULL, 0);
   uint32_t items[256], item_count = 0, columns[64];
   uint64_t reduced[64];

@@ -1,0 +1,421 @@
+/* Replay: a profile as a source of accesses.
+ *
+ * Model: threads are replayed one after the other (all of thread 0, then thread 1, ...);
+ * within a thread the order expression gives the site of each access, and each site
+ * gives its next address: exact sites step through their stride pattern (read
+ * cyclically), lossless sites read their stored addresses, lossy sites draw from their
+ * histogram with a hash of (site, position), so that a lossy access depends on its
+ * position only and replays identically from any starting point. A lossy order is a
+ * walk over its path counts (each transition used as often as counted; when the current
+ * site has none left, the walk resumes from the first transition with some left).
+ * Selection (a mask of sites) keeps program order among the selected sites. Seeking to
+ * access i skips whole iterations of the order arithmetically (per-node counts of each
+ * site give every site's position) and then each site's pattern the same way; only a
+ * lossy order is walked.
+ * Fast path: a run of one site emits consecutive strides of one pattern run in a
+ * tight loop; most of the cost of a regular kernel is the order cursor's step.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/psnap.h"
+
+typedef struct replay_site {
+  ms_psnap_cursor strides;
+  uint64_t next_address;
+  uint64_t position; /* accesses of this site emitted (or skipped) so far */
+  int64_t stride;
+  uint64_t stride_left;
+  uint64_t histogram_total;
+} replay_site;
+
+typedef struct replay {
+  ms_source source;
+  ms_psnap_profile profile;
+  replay_site *sites;
+  uint8_t *mask;
+  uint64_t **weights;        /* per thread, per order node (exact orders) */
+  uint64_t *thread_selected; /* per thread: selected accesses */
+  uint32_t thread;           /* current thread */
+  ms_psnap_cursor order;
+  int order_ready;
+  uint32_t run_site;
+  uint64_t run_left;
+  uint64_t remaining; /* accesses still to emit (from the count option) */
+  /* lossy order walk */
+  uint64_t *path_left;    /* per transition, in the order of `by_source` */
+  uint32_t *by_source;    /* transitions sorted by their source site */
+  uint32_t *source_start; /* per site: its first entry in by_source; site_count + 1 */
+  uint32_t *source_next;  /* per site: first entry that may have uses left */
+  uint32_t fallback;      /* first entry of by_source that may have uses left */
+  uint64_t walk_left;
+  uint32_t walk_site;
+  int walk_started;
+} replay;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
+                              uint64_t position) {
+  if (position == 0 || rs->histogram_total == 0) return site->first_address;
+  uint64_t r = mix((uint64_t)id << 40 ^ position);
+  uint64_t pick = r % rs->histogram_total,
+           width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  int bin = 0;
+  while (bin < MS_PSNAP_HISTOGRAM_BINS - 1 && pick >= site->histogram[bin])
+    pick -= site->histogram[bin++];
+  uint64_t low = site->low + (uint64_t)bin * width, high = low + width - 1;
+  if (high > site->high || high < low) high = site->high;
+  /* an address first + k * alignment within [low, high] */
+  uint64_t a = site->alignment;
+  uint64_t k_low = low > site->first_address ? (low - site->first_address + a - 1) / a : 0;
+  uint64_t k_high = high >= site->first_address ? (high - site->first_address) / a : 0;
+  uint64_t base = site->first_address;
+  if (low < site->first_address) {
+    /* below the first address: count alignment steps downwards */
+    uint64_t down_max = (site->first_address - low) / a;
+    uint64_t down_min = high < site->first_address ? (site->first_address - high + a - 1) / a : 0;
+    if (down_max < down_min) return site->first_address;
+    uint64_t k = down_min + (r >> 20) % (down_max - down_min + 1);
+    return base - k * a;
+  }
+  if (k_high < k_low) return site->first_address;
+  return base + (k_low + (r >> 20) % (k_high - k_low + 1)) * a;
+}
+
+/* Positions site `id` before its access number `position`. */
+static void site_seek(replay *r, uint32_t id, uint64_t position) {
+  replay_site *rs = &r->sites[id];
+  const ms_psnap_site *site = &r->profile.sites[id];
+  rs->position = position;
+  rs->stride_left = 0;
+  if (site->lossy || site->addresses) return;
+  rs->next_address =
+      site->first_address + (uint64_t)ms_psnap_cursor_seek(&rs->strides, position, NULL);
+}
+
+static inline uint64_t site_next(replay *r, uint32_t id) {
+  replay_site *rs = &r->sites[id];
+  const ms_psnap_site *site = &r->profile.sites[id];
+  uint64_t position = rs->position++;
+  if (site->addresses)
+    return position < site->count ? site->addresses[position] : site->addresses[site->count - 1];
+  if (site->lossy) return lossy_address(site, rs, id, position);
+  uint64_t address = rs->next_address;
+  if (rs->stride_left == 0)
+    rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+  rs->next_address += (uint64_t)rs->stride;
+  rs->stride_left--;
+  return address;
+}
+
+/* Emits up to n accesses of site `id` into out; the fast loop of exact sites. */
+static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
+  const ms_psnap_site *site = &r->profile.sites[id];
+  ms_access model = {
+      .site = site->trace_site, .thread = site->thread, .size = site->size, .kind = site->kind};
+  replay_site *rs = &r->sites[id];
+  if (site->lossy || site->addresses) {
+    for (size_t i = 0; i < n; i++) {
+      out[i] = model;
+      out[i].address = site_next(r, id);
+    }
+    return n;
+  }
+  size_t i = 0;
+  while (i < n) {
+    if (rs->stride_left == 0)
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+    uint64_t k = rs->stride_left < n - i ? rs->stride_left : n - i;
+    uint64_t address = rs->next_address, stride = (uint64_t)rs->stride;
+    for (uint64_t j = 0; j < k; j++, address += stride) {
+      out[i + j] = model;
+      out[i + j].address = address;
+    }
+    i += k;
+    rs->next_address = address;
+    rs->stride_left -= k;
+  }
+  rs->position += n;
+  return n;
+}
+
+/* ---- order ---- */
+
+static int start_thread(replay *r, uint32_t t) {
+  r->thread = t;
+  r->run_left = 0;
+  const ms_psnap_thread_order *order = &r->profile.threads[t];
+  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  r->order_ready = 0;
+  if (!order->lossy) {
+    int rc = ms_psnap_cursor_init(&r->order, &order->order, 0);
+    if (rc < 0) return rc;
+    r->order_ready = 1;
+    return 0;
+  }
+  /* counting sort of the transitions by source site */
+  uint32_t sites = r->profile.site_count;
+  memset(r->source_start, 0, (sites + 1) * sizeof *r->source_start);
+  for (uint32_t k = 0; k < order->transition_count; k++)
+    r->source_start[order->transition_from[k] + 1]++;
+  for (uint32_t s = 0; s < sites; s++)
+    r->source_start[s + 1] += r->source_start[s];
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t k = 0; k < order->transition_count; k++)
+    r->by_source[r->source_next[order->transition_from[k]]++] = k;
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t e = 0; e < order->transition_count; e++)
+    r->path_left[e] = order->transition_times[r->by_source[e]];
+  r->fallback = 0;
+  r->walk_left = order->accesses;
+  r->walk_started = 0;
+  return 0;
+}
+
+/* Next step of a lossy order's walk: the site, or -1 at the end. */
+static int64_t walk_next(replay *r) {
+  const ms_psnap_thread_order *order = &r->profile.threads[r->thread];
+  if (r->walk_left == 0) return -1;
+  r->walk_left--;
+  if (!r->walk_started) {
+    r->walk_started = 1;
+    return r->walk_site = order->first_site;
+  }
+  uint32_t *next = &r->source_next[r->walk_site], end = r->source_start[r->walk_site + 1];
+  while (*next < end && !r->path_left[*next])
+    ++*next;
+  uint32_t e = *next;
+  if (e == end) {
+    while (r->fallback < order->transition_count && !r->path_left[r->fallback])
+      r->fallback++;
+    if (r->fallback == order->transition_count) return -1;
+    e = r->fallback;
+  }
+  r->path_left[e]--;
+  return r->walk_site = order->transition_to[r->by_source[e]];
+}
+
+/* The next run of the order in the current thread: site and length; 0 at the end. */
+static int next_run(replay *r) {
+  for (;;) {
+    if (r->thread >= r->profile.thread_count) return 0;
+    const ms_psnap_thread_order *order = &r->profile.threads[r->thread];
+    int64_t value;
+    if (!order->lossy) {
+      uint64_t n = ms_psnap_cursor_run(&r->order, UINT64_MAX, &value);
+      if (n) {
+        r->run_site = (uint32_t)value;
+        r->run_left = n;
+        return 1;
+      }
+    } else if ((value = walk_next(r)) >= 0) {
+      r->run_site = (uint32_t)value;
+      r->run_left = 1;
+      return 1;
+    }
+    if (r->thread + 1 >= r->profile.thread_count) {
+      r->thread = r->profile.thread_count;
+      return 0;
+    }
+    int rc = start_thread(r, r->thread + 1);
+    if (rc < 0) return rc;
+  }
+}
+
+static int replay_next(ms_source *source, ms_batch *batch) {
+  replay *r = (replay *)source;
+  size_t n = 0, capacity = batch->capacity;
+  if (r->remaining < capacity) capacity = (size_t)r->remaining;
+  while (n < capacity) {
+    if (r->run_left == 0) {
+      int rc = next_run(r);
+      if (rc < 0) return rc;
+      if (rc == 0) break;
+    }
+    uint32_t site = r->run_site;
+    if (r->mask && !r->mask[site]) {
+      r->sites[site].position += r->run_left;
+      r->sites[site].stride_left = 0;
+      r->run_left = 0;
+      continue;
+    }
+    size_t k = r->run_left < capacity - n ? (size_t)r->run_left : capacity - n;
+    site_emit(r, site, batch->accesses + n, k);
+    n += k;
+    r->run_left -= k;
+  }
+  batch->count = n;
+  r->remaining -= n;
+  return (int)n;
+}
+
+/* Positions replay before selected access `index`. */
+static int replay_seek(ms_source *source, uint64_t index) {
+  replay *r = (replay *)source;
+  ms_psnap_profile *p = &r->profile;
+  uint32_t t = 0;
+  while (t < p->thread_count && index >= r->thread_selected[t])
+    index -= r->thread_selected[t++];
+  if (t == p->thread_count) {
+    r->thread = t;
+    r->run_left = 0;
+    return 0;
+  }
+  int rc = start_thread(r, t);
+  if (rc < 0) return rc;
+  const ms_psnap_thread_order *order = &p->threads[t];
+  uint64_t *positions = calloc(p->site_count ? p->site_count : 1, sizeof *positions);
+  if (!positions) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!order->lossy) {
+    ms_psnap_cursor_seek_weighted(&r->order, index, r->weights[t], positions);
+  } else {
+    /* A lossy order is walked: count each site's uses up to the index-th selected one. */
+    uint64_t seen = 0;
+    while (seen < index) {
+      int64_t site = walk_next(r);
+      if (site < 0) break;
+      positions[site]++;
+      if (!r->mask || r->mask[site]) seen++;
+    }
+  }
+  for (uint32_t s = 0; s < p->site_count; s++)
+    if (p->sites[s].thread == t) site_seek(r, s, positions[s]);
+  free(positions);
+  return 0;
+}
+
+static void replay_destroy(ms_source *source) {
+  replay *r = (replay *)source;
+  for (uint32_t s = 0; r->sites && s < r->profile.site_count; s++)
+    ms_psnap_cursor_free(&r->sites[s].strides);
+  for (uint32_t t = 0; r->weights && t < r->profile.thread_count; t++)
+    free(r->weights[t]);
+  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  free(r->weights);
+  free(r->thread_selected);
+  free(r->sites);
+  free(r->mask);
+  free(r->path_left);
+  free(r->by_source);
+  free(r->source_start);
+  free(r->source_next);
+  ms_psnap_profile_free(&r->profile);
+  ms_stream_info_clear(&r->source.info);
+  free(r);
+}
+
+static const ms_source_ops replay_ops = {
+    .next = replay_next, .seek = replay_seek, .destroy = replay_destroy};
+
+static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
+  ms_psnap_profile *p = &r->profile;
+  r->sites = calloc(p->site_count ? p->site_count : 1, sizeof *r->sites);
+  r->weights = calloc(p->thread_count ? p->thread_count : 1, sizeof *r->weights);
+  r->thread_selected = calloc(p->thread_count ? p->thread_count : 1, sizeof *r->thread_selected);
+  r->mask = malloc(p->site_count ? p->site_count : 1);
+  uint32_t most_paths = 1;
+  for (uint32_t t = 0; t < p->thread_count; t++)
+    if (p->threads[t].transition_count > most_paths) most_paths = p->threads[t].transition_count;
+  r->path_left = malloc(most_paths * sizeof *r->path_left);
+  r->by_source = malloc(most_paths * sizeof *r->by_source);
+  r->source_start = malloc((p->site_count + 1) * sizeof *r->source_start);
+  r->source_next = malloc((p->site_count + 1) * sizeof *r->source_next);
+  if (!r->sites || !r->weights || !r->thread_selected || !r->mask || !r->path_left ||
+      !r->by_source || !r->source_start || !r->source_next)
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t s = 0; s < p->site_count; s++) {
+    r->mask[s] = options && options->site_mask ? options->site_mask[s] != 0 : 1;
+    int rc = ms_psnap_cursor_init(&r->sites[s].strides, &p->sites[s].pattern, 1);
+    if (rc < 0) return rc;
+    r->sites[s].next_address = p->sites[s].first_address;
+    for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
+      r->sites[s].histogram_total += p->sites[s].histogram[b];
+    if (r->mask[s]) r->thread_selected[p->sites[s].thread] += p->sites[s].count;
+  }
+  uint64_t total = 0;
+  for (uint32_t t = 0; t < p->thread_count; t++) {
+    ms_psnap_thread_order *order = &p->threads[t];
+    if (!order->lossy) {
+      if (!order->order.count_start) {
+        int rc = ms_psnap_expr_index_values(&order->order, p->site_count);
+        if (rc < 0) return rc;
+      }
+      if (!(r->weights[t] = ms_psnap_expr_weights(&order->order, r->mask)))
+        return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    }
+    total += r->thread_selected[t];
+  }
+  if (!options || !options->site_mask) {
+    free(r->mask);
+    r->mask = NULL;
+  }
+  uint64_t from = options ? options->from : 0;
+  uint64_t available = from < total ? total - from : 0;
+  r->remaining =
+      options && options->count && options->count < available ? options->count : available;
+  /* The source describes the stream: the profile's description moves to it. */
+  r->source.info = p->info;
+  memset(&p->info, 0, sizeof p->info);
+  r->source.info.access_count = r->remaining;
+  if (p->thread_count == 0) {
+    r->thread = 0;
+    return 0;
+  }
+  return from ? replay_seek(&r->source, from) : start_thread(r, 0);
+}
+
+int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
+                         ms_source **out) {
+  *out = NULL;
+  replay *r = calloc(1, sizeof *r);
+  if (!r) {
+    ms_psnap_profile_free(profile);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  r->source.ops = &replay_ops;
+  r->profile = *profile;
+  memset(profile, 0, sizeof *profile);
+  int rc = replay_prepare(r, options);
+  if (rc < 0) {
+    replay_destroy(&r->source);
+    return rc;
+  }
+  *out = &r->source;
+  return 0;
+}
+
+int ms_psnap_open(const char *path, ms_source **out) {
+  ms_psnap_profile profile;
+  *out = NULL;
+  int rc = ms_psnap_profile_load(path, &profile);
+  if (rc < 0) return rc;
+  return ms_psnap_replay_open(&profile, NULL, out);
+}
+
+static int ends_with_path(const char *text, const char *suffix, size_t m) {
+  size_t n = strlen(text);
+  return n >= m && !strncmp(text + n - m, suffix, m) && (n == m || text[n - m - 1] == '/');
+}
+
+int ms_psnap_select(const ms_psnap_profile *profile, const char *function, const char *file_line,
+                    uint8_t *mask) {
+  int selected = 0;
+  const char *colon = file_line ? strrchr(file_line, ':') : NULL;
+  for (uint32_t s = 0; s < profile->site_count; s++) {
+    const ms_site *where = ms_site_table_get(profile->info.sites, profile->sites[s].trace_site);
+    int keep = 0;
+    if (where && function && where->function && !strcmp(where->function, function)) keep = 1;
+    if (where && colon && where->file && where->line == strtoul(colon + 1, NULL, 10) &&
+        ends_with_path(where->file, file_line, (size_t)(colon - file_line)))
+      keep = 1;
+    if (keep && !mask[s]) mask[s] = 1, selected++;
+  }
+  return selected;
+}
