@@ -186,6 +186,7 @@ void ms_stride_decoding_free(ms_stride_decoding *decoding);
 /* ---- Profiles ------------------------------------------------------------------------- */
 
 #define MS_PSNAP_HISTOGRAM_BINS 32
+#define MS_PSNAP_SEGMENTS 8 /* a lossy site's accesses in 8 periods, one histogram each */
 
 typedef struct ms_psnap_site {
   uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
@@ -197,10 +198,11 @@ typedef struct ms_psnap_site {
   int lossy;             /* addresses drawn from range/histogram */
   ms_psnap_expr pattern; /* strides, read cyclically (exact sites) */
   /* lossy sites */
-  uint64_t low, high;                          /* address range, inclusive */
-  uint64_t alignment;                          /* every address is first_address + k * alignment */
-  uint64_t histogram[MS_PSNAP_HISTOGRAM_BINS]; /* accesses per 1/32 of the range */
-  uint64_t *addresses;                         /* --lossless: every address, count of them */
+  uint64_t low, high; /* address range, inclusive */
+  uint64_t alignment; /* every address is first_address + k * alignment */
+  /* accesses per 1/32 of the range, in each eighth of the site's accesses */
+  uint64_t histogram[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS];
+  uint64_t *addresses; /* --lossless: every address, count of them */
 } ms_psnap_site;
 
 typedef struct ms_psnap_thread_order {

@@ -116,13 +116,14 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, FILE *out) {
     return write_addresses(out, site->addresses, site->count);
   }
   if (site->lossy) {
-    fprintf(out,
-            "  stored lossy\n  range 0x%" PRIx64 " 0x%" PRIx64 "\n  alignment %" PRIu64
-            "\n  histogram",
+    fprintf(out, "  stored lossy\n  range 0x%" PRIx64 " 0x%" PRIx64 "\n  alignment %" PRIu64 "\n",
             site->low, site->high, site->alignment);
-    for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
-      fprintf(out, " %" PRIu64, site->histogram[b]);
-    fputc('\n', out);
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++) {
+      fputs("  histogram", out);
+      for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        fprintf(out, " %" PRIu64, site->histogram[g][b]);
+      fputc('\n', out);
+    }
     return 0;
   }
   fputs(site->pattern.total ? "  stored exact\n  pattern " : "  stored exact\n  pattern", out);
@@ -398,7 +399,7 @@ static int read_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
   ms_psnap_site *site = &profile->sites[id];
   char *function = NULL, *file = NULL;
   uint64_t line = 0, pc = 0, value;
-  int rc = 0, have_count = 0, have_first = 0, stored = -1, have_pattern = 0;
+  int rc = 0, have_count = 0, have_first = 0, stored = -1, have_pattern = 0, histograms = 0;
   site->cls = MS_STRIDE_UNDESIGNATED;
   ms_psnap_expr_init(&site->pattern);
   site->size = 0;
@@ -469,8 +470,11 @@ static int read_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
       if ((rc = read_number_line(r, 10, &site->alignment)) == 0 && site->alignment == 0)
         rc = read_error(r, "alignment is at least 1");
     } else if (key_is(r, "histogram")) {
+      if (histograms == MS_PSNAP_SEGMENTS)
+        rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
       for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
-        rc = read_unsigned(r, 10, &site->histogram[b]);
+        rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
+      histograms++;
       if (rc == 0) rc = read_end(r);
     } else if (key_is(r, "addresses")) {
       if (!have_count || !have_first)
@@ -485,8 +489,10 @@ static int read_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
       rc = read_error(r, "site %u lacks one of thread, kind, size, count, first, stored", id);
     else if (stored == 0 && !have_pattern)
       rc = read_error(r, "exact site %u has no pattern", id);
-    else if (stored == 1 && (site->alignment == 0 || site->high < site->low))
-      rc = read_error(r, "lossy site %u needs range (low <= high) and alignment", id);
+    else if (stored == 1 &&
+             (site->alignment == 0 || site->high < site->low || histograms != MS_PSNAP_SEGMENTS))
+      rc = read_error(r, "lossy site %u needs range (low <= high), alignment and %d histograms", id,
+                      MS_PSNAP_SEGMENTS);
     else if (stored == 2 && !site->addresses)
       rc = read_error(r, "lossless site %u has no addresses", id);
     else if (stored != 0 && !have_pattern)

@@ -27,7 +27,7 @@ typedef struct replay_site {
   uint64_t position; /* accesses of this site emitted (or skipped) so far */
   int64_t stride;
   uint64_t stride_left;
-  uint64_t histogram_total;
+  uint64_t histogram_total[MS_PSNAP_SEGMENTS];
 } replay_site;
 
 typedef struct replay {
@@ -63,13 +63,16 @@ static uint64_t mix(uint64_t x) {
 
 static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
                               uint64_t position) {
-  if (position == 0 || rs->histogram_total == 0) return site->first_address;
+  uint64_t segment = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
+  if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1;
+  const uint64_t *histogram = site->histogram[segment];
+  if (position == 0 || rs->histogram_total[segment] == 0) return site->first_address;
   uint64_t r = mix((uint64_t)id << 40 ^ position);
-  uint64_t pick = r % rs->histogram_total,
+  uint64_t pick = r % rs->histogram_total[segment],
            width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
   int bin = 0;
-  while (bin < MS_PSNAP_HISTOGRAM_BINS - 1 && pick >= site->histogram[bin])
-    pick -= site->histogram[bin++];
+  while (bin < MS_PSNAP_HISTOGRAM_BINS - 1 && pick >= histogram[bin])
+    pick -= histogram[bin++];
   uint64_t low = site->low + (uint64_t)bin * width, high = low + width - 1;
   if (high > site->high || high < low) high = site->high;
   /* an address first + k * alignment within [low, high] */
@@ -335,8 +338,9 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
     int rc = ms_psnap_cursor_init(&r->sites[s].strides, &p->sites[s].pattern, 1);
     if (rc < 0) return rc;
     r->sites[s].next_address = p->sites[s].first_address;
-    for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
-      r->sites[s].histogram_total += p->sites[s].histogram[b];
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+      for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        r->sites[s].histogram_total[g] += p->sites[s].histogram[g][b];
     if (r->mask[s]) r->thread_selected[p->sites[s].thread] += p->sites[s].count;
   }
   uint64_t total = 0;
