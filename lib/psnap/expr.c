@@ -220,10 +220,13 @@ static int parse_error(const parser *ps, const char *what) {
 static int parse_unsigned(parser *ps, uint64_t *value) {
   if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9') return parse_error(ps, "expected a number");
   uint64_t v = 0;
+  const char *start = ps->p;
   while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
     if (__builtin_mul_overflow(v, 10, &v) ||
-        __builtin_add_overflow(v, (uint64_t)(*ps->p - '0'), &v))
+        __builtin_add_overflow(v, (uint64_t)(*ps->p - '0'), &v)) {
+      ps->p = start;
       return parse_error(ps, "number overflows 64 bits");
+    }
     ps->p++;
   }
   *value = v;
