@@ -15,6 +15,7 @@
  * Fast path: a run of one site emits consecutive strides of one pattern run in a
  * tight loop; most of the cost of a regular kernel is the order cursor's step.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,11 @@ typedef struct replay {
   uint32_t *source_next;  /* per site: first entry that may have uses left */
   uint32_t fallback;      /* first entry of by_source that may have uses left */
   uint64_t walk_left;
+  /* fast path: per node of the current order, its body when it is a flat group */
+  int32_t *body_start; /* index in body_sites, -1 if not flat */
+  uint32_t *body_length;
+  uint32_t *body_sites;
+  uint32_t *occurrences; /* per site, scratch (zero between uses) */
   uint32_t walk_site;
   int walk_started;
 } replay;
@@ -151,6 +157,45 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
 
 /* ---- order ---- */
 
+/* The flat groups of an order (children all leaves, at most FLAT_MAX elements per
+ * iteration, every site exact): their bodies, for emit_iterations. */
+#define FLAT_MAX 64
+static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
+  free(r->body_start), free(r->body_length), free(r->body_sites);
+  r->body_start = malloc((e->node_count + 1) * sizeof *r->body_start);
+  r->body_length = malloc((e->node_count + 1) * sizeof *r->body_length);
+  uint32_t used = 0, capacity = 256;
+  r->body_sites = malloc(capacity * sizeof *r->body_sites);
+  if (!r->body_start || !r->body_length || !r->body_sites)
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < e->node_count; i++) {
+    const ms_psnap_node *g = &e->nodes[i];
+    r->body_start[i] = -1;
+    if (g->count == 0 || g->repeat < 2 || e->length[i] > FLAT_MAX) continue;
+    int flat = 1;
+    for (uint32_t c = 0; c < g->count && flat; c++) {
+      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      const ms_psnap_site *site = leaf->count ? NULL : &r->profile.sites[leaf->value];
+      flat = site && !site->lossy && !site->addresses && (!r->mask || r->mask[leaf->value]);
+    }
+    if (!flat) continue;
+    if (used + FLAT_MAX > capacity) {
+      capacity *= 2;
+      uint32_t *bigger = realloc(r->body_sites, capacity * sizeof *bigger);
+      if (!bigger) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      r->body_sites = bigger;
+    }
+    r->body_start[i] = (int32_t)used;
+    for (uint32_t c = 0; c < g->count; c++) {
+      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      for (uint64_t k = 0; k < leaf->repeat; k++)
+        r->body_sites[used++] = (uint32_t)leaf->value;
+    }
+    r->body_length[i] = (uint32_t)e->length[i];
+  }
+  return 0;
+}
+
 static int start_thread(replay *r, uint32_t t) {
   r->thread = t;
   r->run_left = 0;
@@ -159,6 +204,7 @@ static int start_thread(replay *r, uint32_t t) {
   r->order_ready = 0;
   if (!order->lossy) {
     int rc = ms_psnap_cursor_init(&r->order, &order->order, 0);
+    if (rc == 0) rc = index_flat_groups(r, &order->order);
     if (rc < 0) return rc;
     r->order_ready = 1;
     return 0;
@@ -232,12 +278,94 @@ static int next_run(replay *r) {
   }
 }
 
+/* The fast path. When the order has just finished an iteration of a flat group (its
+ * body: sites s1..sL, each exact), and every site of the body is inside a run of one
+ * stride long enough, the next k iterations are linear: record j of iteration t has the
+ * address base(j) + t * occurrences(site) * stride(site). They are written in one loop
+ * without touching the cursors, which are then moved on arithmetically.
+ * Measured on matmul 150 (6.8 M accesses): 35 M accesses/s through the run-by-run path,
+ * see bench/run-psnap.sh for the figure with this loop. */
+/* Each record written as its two 8-byte words: 25% faster than a copy of a model record
+ * followed by the address (stream_add, 409 -> 550 M accesses/s with a summing consumer). */
+static inline __attribute__((always_inline)) void emit_body(ms_access *out, uint64_t *address,
+                                                            const uint64_t *step,
+                                                            const uint64_t *model, uint64_t k,
+                                                            uint32_t length) {
+  _Static_assert(offsetof(ms_access, address) == 0, "the address is the first word");
+  for (uint64_t t = 0; t < k; t++, out += length)
+    for (uint32_t j = 0; j < length; j++) {
+      uint64_t words[2] = {address[j], model[j]};
+      memcpy(&out[j], words, sizeof words);
+      address[j] += step[j];
+    }
+}
+
+static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
+  ms_psnap_cursor *c = &r->order;
+  if (!r->order_ready || c->depth == 0 || c->leaf_left) return 0;
+  ms_psnap_frame *top = &c->stack[c->depth - 1];
+  const ms_psnap_node *g = &c->expr->nodes[top->node];
+  int32_t start = r->body_start[top->node];
+  if (start < 0 || top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
+  uint32_t length = r->body_length[top->node];
+  const uint32_t *body = r->body_sites + start;
+  uint64_t k = g->repeat - top->iteration - 1;
+  if (k > space / length) k = space / length;
+  for (uint32_t j = 0; j < length; j++)
+    r->occurrences[body[j]]++;
+  for (uint32_t j = 0; j < length && k; j++) {
+    replay_site *rs = &r->sites[body[j]];
+    if (rs->stride_left == 0)
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+    uint64_t fits = rs->stride_left / r->occurrences[body[j]];
+    if (fits < k) k = fits;
+  }
+  uint64_t address[FLAT_MAX], step[FLAT_MAX], model[FLAT_MAX]; /* model: the record's 2nd word */
+  for (uint32_t j = 0; j < length; j++) {
+    uint32_t s = body[j];
+    replay_site *rs = &r->sites[s];
+    const ms_psnap_site *site = &r->profile.sites[s];
+    ms_access record = {
+        .site = site->trace_site, .thread = site->thread, .size = site->size, .kind = site->kind};
+    memcpy(&model[j], (const char *)&record + 8, 8);
+    address[j] = rs->next_address;
+    step[j] = r->occurrences[s] * (uint64_t)rs->stride;
+    rs->next_address += (uint64_t)rs->stride; /* the site's next occurrence in the body */
+  }
+  for (uint32_t j = 0; j < length; j++) { /* back to the start, then on by k iterations */
+    uint32_t s = body[j];
+    replay_site *rs = &r->sites[s];
+    if (r->occurrences[s] == 0) continue;
+    uint64_t per = r->occurrences[s];
+    rs->next_address -= per * (uint64_t)rs->stride;
+    rs->next_address += k * per * (uint64_t)rs->stride;
+    rs->stride_left -= k * per;
+    rs->position += k * per;
+    r->occurrences[s] = 0;
+  }
+  if (k == 0) return 0;
+  switch (length) { /* bodies of 1 to 4 sites: loops the compiler unrolls (matmul 2x) */
+  case 1: emit_body(out, address, step, model, k, 1); break;
+  case 2: emit_body(out, address, step, model, k, 2); break;
+  case 3: emit_body(out, address, step, model, k, 3); break;
+  case 4: emit_body(out, address, step, model, k, 4); break;
+  default: emit_body(out, address, step, model, k, length); break;
+  }
+  top->iteration += k;
+  return (size_t)(k * length);
+}
+
 static int replay_next(ms_source *source, ms_batch *batch) {
   replay *r = (replay *)source;
   size_t n = 0, capacity = batch->capacity;
   if (r->remaining < capacity) capacity = (size_t)r->remaining;
   while (n < capacity) {
     if (r->run_left == 0) {
+      size_t fast = emit_iterations(r, batch->accesses + n, capacity - n);
+      if (fast) {
+        n += fast;
+        continue;
+      }
       int rc = next_run(r);
       if (rc < 0) return rc;
       if (rc == 0) break;
@@ -306,6 +434,10 @@ static void replay_destroy(ms_source *source) {
   free(r->sites);
   free(r->mask);
   free(r->path_left);
+  free(r->body_start);
+  free(r->body_length);
+  free(r->body_sites);
+  free(r->occurrences);
   free(r->by_source);
   free(r->source_start);
   free(r->source_next);
@@ -330,8 +462,9 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
   r->by_source = malloc(most_paths * sizeof *r->by_source);
   r->source_start = malloc((p->site_count + 1) * sizeof *r->source_start);
   r->source_next = malloc((p->site_count + 1) * sizeof *r->source_next);
+  r->occurrences = calloc(p->site_count + 1, sizeof *r->occurrences);
   if (!r->sites || !r->weights || !r->thread_selected || !r->mask || !r->path_left ||
-      !r->by_source || !r->source_start || !r->source_next)
+      !r->by_source || !r->source_start || !r->source_next || !r->occurrences)
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (uint32_t s = 0; s < p->site_count; s++) {
     r->mask[s] = options && options->site_mask ? options->site_mask[s] != 0 : 1;
