@@ -351,7 +351,8 @@ static int read_addresses(reader *r, ms_psnap_site *site) {
   if (rc < 0) return rc;
   unsigned long long raw_size = ZSTD_getFrameContentSize(packed, packed_size);
   if (raw_size == ZSTD_CONTENTSIZE_ERROR || raw_size == ZSTD_CONTENTSIZE_UNKNOWN ||
-      raw_size > (unsigned long long)site->count * 10 + 16) {
+      raw_size > (unsigned long long)site->count * 10 + 16 || raw_size < site->count ||
+      raw_size > (1ull << 28)) {
     free(packed);
     r->p = start;
     return read_error(r, "compressed addresses are corrupt");
@@ -689,13 +690,24 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
   out->info.exit_status = -1;
   int rc = read_header(&r, out);
   if (rc == 0) {
-    out->sites = calloc(out->site_count ? out->site_count : 1, sizeof *out->sites);
+    /* sites grow as their blocks are read: the header's count alone allocates nothing */
+    out->sites = calloc(1, sizeof *out->sites);
     out->threads = calloc(out->thread_count ? out->thread_count : 1, sizeof *out->threads);
     if (!out->sites || !out->threads) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
-  uint32_t sites_read = 0;
+  uint32_t sites_read = 0, capacity = 1;
   for (uint32_t i = 0; rc == 0 && i < out->site_count; i++) {
     uint64_t id;
+    if (i == capacity) {
+      ms_psnap_site *bigger = realloc(out->sites, 2 * (size_t)capacity * sizeof *bigger);
+      if (!bigger) {
+        rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+        break;
+      }
+      memset(bigger + capacity, 0, capacity * sizeof *bigger);
+      out->sites = bigger;
+      capacity *= 2;
+    }
     if (!(r.p < r.end && key_is(&r, "site")))
       rc = read_error(&r, "expected 'site %u' (the header declares %u sites)", i, out->site_count);
     else if ((rc = read_number_line(&r, 10, &id)) == 0 && id != i)
@@ -706,7 +718,6 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
       rc = ms_error_set(MS_ERR_FORMAT, "%s:%u: site %u: thread %u but %u threads", name, r.number,
                         i, out->sites[i].thread, out->thread_count);
   }
-  (void)sites_read;
   uint64_t total = 0;
   for (uint32_t t = 0; rc == 0 && t < out->thread_count; t++) {
     uint64_t id;
