@@ -80,13 +80,13 @@ struct ms_fold {
 
   fold_predict_frame *predict;
   uint32_t predict_depth, predict_capacity;
+  uint64_t pending_iterations; /* body iterations completed, not yet in the tail's count */
 
   int64_t *predict_flat;        /* expansion of one iteration of predict_flat_body */
   uint32_t predict_flat_body;   /* 0 = none */
   uint32_t predict_flat_length; /* its elements */
   uint32_t run_start;           /* position in it of the run being predicted */
   uint32_t run_length;          /* elements of that run (equal values) */
-  uint64_t flat_iterations;     /* iterations completed, not yet added to the tail's count */
 
   int64_t *flat; /* expanded copies of small bodies for replay */
   size_t flat_count;
