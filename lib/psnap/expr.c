@@ -63,7 +63,7 @@ int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t
                 sizeof *expr->children);
   if (rc < 0) return rc;
   uint32_t first = expr->child_count;
-  memcpy(expr->children + first, nodes, (size_t)count * sizeof *nodes);
+  if (count) memcpy(expr->children + first, nodes, (size_t)count * sizeof *nodes);
   expr->child_count += count;
   return add_node(expr, (ms_psnap_node){.repeat = repeat, .first = first, .count = count});
 }
