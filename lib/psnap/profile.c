@@ -296,8 +296,10 @@ static int read_quoted(reader *r, char **out) {
     return read_error(r, "unterminated string");
   }
   r->p++;
-  *out = text;
-  return read_end(r);
+  int rc = read_end(r);
+  if (rc < 0) free(text);
+  else *out = text;
+  return rc;
 }
 
 static char *copy_rest(reader *r) {
@@ -546,6 +548,8 @@ static int read_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
       rc = read_number_line(r, 10, &order->accesses);
     else if (key_is(r, "order")) {
       order_line = r->number;
+      ms_psnap_expr_free(&order->order);
+      order->lossy = 0;
       if (key_is(r, "lossy")) {
         order->lossy = 1;
         rc = read_end(r);
