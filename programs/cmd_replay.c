@@ -3,8 +3,8 @@
  *
  * Regenerates the accesses of a profile: all of them, or those of the selected sites in
  * program order, from access I (counted among the selected) without generating what
- * precedes it. Without -o, prints one access per line: index, thread, kind, address,
- * size, site.
+ * precedes it. Without -o, prints one access per line: index (in the selection), thread,
+ * kind, address, size, site.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -118,7 +118,7 @@ int cmd_replay(int argc, char **argv) {
   replay.site_mask = mask;
   ms_source *source = NULL;
   ms_sink *sink = NULL;
-  text_sink text = {.base = {.ops = &text_ops}};
+  text_sink text = {.base = {.ops = &text_ops}, .index = replay.from};
   if (ms_psnap_replay_open(&profile, &replay, &source) < 0)
     cli_fail(argv[0]);
   else if (output && ms_trace_sink_new(output, ms_trace_format_from_extension(output), &sink) < 0)

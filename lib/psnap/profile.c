@@ -164,7 +164,7 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
     const ms_psnap_thread_order *order = &profile->threads[t];
     fprintf(out, "\nthread %" PRIu32 "\n  accesses %" PRIu64 "\n", t, order->accesses);
     if (!order->lossy) {
-      fputs("  order ", out);
+      fputs(order->order.total ? "  order " : "  order", out);
       int rc = ms_psnap_expr_print(&order->order, MS_PSNAP_SITES, out);
       if (rc < 0) return rc;
       fputc('\n', out);
@@ -297,8 +297,10 @@ static int read_quoted(reader *r, char **out) {
   }
   r->p++;
   int rc = read_end(r);
-  if (rc < 0) free(text);
-  else *out = text;
+  if (rc < 0)
+    free(text);
+  else
+    *out = text;
   return rc;
 }
 

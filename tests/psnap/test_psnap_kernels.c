@@ -151,6 +151,20 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
   }
 }
 
+/* Four threads: each thread's replay is its accesses in its order. */
+static void threads_replay_exactly(void **state) {
+  (void)state;
+  record("threads4", 10000, "threads.mtr");
+  assert_int_equal(test_memsnap_in(dir, "profile -q -f worker -o threads.psnap threads.mtr"), 0);
+  assert_round_trip("threads.psnap");
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache threads.psnap threads.mtr"), 0);
+  assert_out_contains("exact match: 100.0000%");
+  assert_out_contains("first divergence: none");
+  char *text = test_read_in(dir, "threads.psnap");
+  assert_non_null(strstr(text, "threads 5\n"));
+  free(text);
+}
+
 static void live_profile_equals_profile_of_the_trace(void **state) {
   (void)state;
   char kernel_path[1024];
@@ -178,6 +192,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(regular_kernels_replay_exactly_in_constant_size),
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
+      cmocka_unit_test(threads_replay_exactly),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
