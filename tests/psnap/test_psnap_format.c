@@ -64,10 +64,13 @@ static ms_site_table *make_sites(void) {
   return t;
 }
 
+static uint32_t order_cap = 8192;
+
 static ms_psnap_profile build(const stream *s, int lossless) {
   ms_psnap_options options;
   ms_psnap_options_default(&options);
   options.lossless = lossless;
+  options.order_cap = order_cap;
   ms_sink *sink;
   assert_int_equal(ms_psnap_builder_new(&options, &sink), 0);
   ms_stream_info info = {
@@ -165,6 +168,42 @@ static void round_trip_and_exact_replay(void **state) {
     ms_psnap_profile_free(&parsed);
   }
   free(s.accesses);
+}
+
+/* Past the order cap, the order is kept as path counts: the replay has every site's
+ * accesses, each site's own addresses exact, and the text round trip holds. */
+static void lossy_order_keeps_counts(void **state) {
+  (void)state;
+  stream s = make_stream();
+  order_cap = 4;
+  ms_psnap_profile built = build(&s, 0);
+  order_cap = 8192;
+  assert_int_equal(built.threads[0].lossy, 1);
+  char *text = to_text(&built);
+  assert_non_null(strstr(text, "  order lossy\n  start s0\n  path s"));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(text, again);
+  stream r = replay(text, NULL);
+  assert_int_equal(r.count, s.count);
+  uint64_t counts[6] = {0};
+  uint64_t next[6] = {0}; /* per site, the expected next address for the exact sites */
+  for (uint32_t i = 0; i < parsed.site_count; i++)
+    next[i] = parsed.sites[i].first_address;
+  for (size_t i = 0; i < r.count; i++) {
+    uint32_t site = r.accesses[i].site;
+    assert_true(site < 6);
+    counts[site]++;
+    if (site == 0) { /* A[i][j]: rows of 25 doubles, 64 apart */
+      assert_int_equal(r.accesses[i].address, next[0]);
+      next[0] += counts[0] % 25 ? 8 : 8 * (64 - 24);
+    }
+  }
+  for (uint32_t i = 0; i < parsed.site_count; i++)
+    assert_int_equal(counts[i], parsed.sites[i].count);
+  free(r.accesses), free(text), free(again), free(s.accesses);
+  ms_psnap_profile_free(&built);
+  ms_psnap_profile_free(&parsed);
 }
 
 static void seeking_matches_replay_from_start(void **state) {
@@ -311,6 +350,7 @@ static void malformed_profiles_are_rejected(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip_and_exact_replay),
+      cmocka_unit_test(lossy_order_keeps_counts),
       cmocka_unit_test(seeking_matches_replay_from_start),
       cmocka_unit_test(edited_profiles_replay_the_edit),
       cmocka_unit_test(malformed_profiles_are_rejected),
