@@ -541,13 +541,10 @@ static int predict_materialize(ms_fold *fold) {
     }
     ms_fold_term current = *predict_term(fold, &frame);
     if (frame.rep == 0) continue;
-    if (!current.group) {
-      ms_fold_term part = {current.value, frame.rep, 0};
+    if (!current.group || frame.rep >= 2) { /* x^rep, or (body)^rep */
+      ms_fold_term part = {current.value, frame.rep, current.group};
       if ((status = append_term(fold, &part)) != MS_OK) return status;
-    } else if (frame.rep >= 2) {
-      ms_fold_term part = {0, frame.rep, current.group};
-      if ((status = append_term(fold, &part)) != MS_OK) return status;
-    } else {
+    } else { /* one whole iteration: the body's terms themselves */
       for (uint32_t j = 0; j < fold->seqs[current.group].length; j++) {
         ms_fold_term whole = fold->pool[fold->seqs[current.group].first + j];
         if ((status = append_term(fold, &whole)) != MS_OK) return status;

@@ -127,14 +127,15 @@ int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void 
   if (!fold->finished) return ms_error_set(MS_ERR_ARG, "fold: format of an unfinished fold");
   text_buffer text = {0};
   format_frame *stack = malloc(((size_t)fold->depth + 1) * sizeof *stack);
-  int status = MS_OK;
-  if (!stack || !text_append(&text, "", 0))
-    status = ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
-  size_t depth = 0;
-  if (status == MS_OK) {
-    stack[depth].terms = ms_fold_sequence(fold, 0, &stack[depth].length);
-    stack[depth++].index = 0;
+  if (!stack || !text_append(&text, "", 0)) {
+    free(stack);
+    free(text.data);
+    return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
   }
+  int status = MS_OK;
+  size_t depth = 0;
+  stack[depth].terms = ms_fold_sequence(fold, 0, &stack[depth].length);
+  stack[depth++].index = 0;
   while (status == MS_OK && depth > 0) {
     format_frame *frame = &stack[depth - 1];
     if (frame->index == frame->length) {
