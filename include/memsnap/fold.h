@@ -167,7 +167,8 @@ uint64_t ms_fold_cursor_position(const ms_fold_cursor *cursor);
 /* Reads the next element into *value; false at the end. */
 bool ms_fold_cursor_next(ms_fold_cursor *cursor, int64_t *value);
 
-/* Reads up to `capacity` next elements into `values`; returns how many (0 at the end only).
+/* Reads up to `capacity` next elements into `values`; returns how many (less than
+ * `capacity` only at the end).
  * This is the fast path: runs of a value and small repeated bodies are copied in bulk. */
 size_t ms_fold_cursor_read(ms_fold_cursor *cursor, int64_t *values, size_t capacity);
 

@@ -662,6 +662,21 @@ static void test_window(void **state) {
   options.window = MS_FOLD_MAX_WINDOW + 1;
   assert_int_equal(ms_fold_new(&options, &fold), MS_ERR_ARG);
   assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  int64_t many[] = {7, 7, 7, 9, 7, 7, 7, 9};
+  assert_int_equal(ms_fold_push_many(fold, many, 8), MS_OK);
+  assert_int_equal(ms_fold_length(fold), 8);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  char *many_text = text_of(fold, ms_fold_format_decimal);
+  assert_string_equal(many_text, "(7^3 9)^2");
+  free(many_text);
+  ms_fold_cursor *empty_read;
+  assert_int_equal(ms_fold_cursor_new(fold, &empty_read), MS_OK);
+  assert_int_equal(ms_fold_cursor_read(empty_read, many, 0), 0);
+  assert_int_equal(ms_fold_cursor_position(empty_read), 0);
+  ms_fold_cursor_free(empty_read);
+  assert_int_equal(ms_fold_push_many(fold, many, 2), MS_ERR_ARG);
+  ms_fold_free(fold);
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
   assert_int_equal(ms_fold_push(fold, 4), MS_OK);
   size_t length;
   assert_null(ms_fold_sequence(fold, 0, &length)); /* not finished yet */
