@@ -220,6 +220,30 @@ static void test_paper_scalamemtrace(void **state) {
   free(s.v);
 }
 
+/* Figure 3 of the same paper, step by step: op1 op2 op3 are appended as they come; when
+ * the second op1 op2 op3 is complete and the next reference does not continue it (here:
+ * the next op1, which starts the third iteration), the right copy is merged into the left
+ * one as an RSD of count 2; further iterations only increment the count. Terms after each
+ * push (the iteration in progress is not counted until it breaks): */
+static void test_paper_figure3_steps(void **state) {
+  (void)state;
+  int64_t ops[] = {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4};
+  uint64_t terms[] = {1, 2, 3, 4, 5, 6, 4, 4, 4, 4, 4, 4, 5};
+  ms_fold *fold;
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    assert_int_equal(ms_fold_push(fold, ops[i]), MS_OK);
+    if (ms_fold_node_count(fold) != terms[i])
+      fail_msg("after push %zu: %llu terms, expected %llu", i + 1,
+               (unsigned long long)ms_fold_node_count(fold), (unsigned long long)terms[i]);
+  }
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  char *text = text_of(fold, format_letter);
+  assert_string_equal(text, "(b c d)^4 e");
+  free(text);
+  ms_fold_free(fold);
+}
+
 /* psnap-mills-snavely-carrington.txt: a stride pattern of a 2-D traversal (16-byte steps,
  * a 48-byte row gap, a -36816 plane step) and expression (1) of the paper over symbolic
  * strides A, B, C, D. */
@@ -770,6 +794,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classic_shapes),
       cmocka_unit_test(test_paper_scalamemtrace),
+      cmocka_unit_test(test_paper_figure3_steps),
       cmocka_unit_test(test_paper_psnap),
       cmocka_unit_test(test_extreme_values),
       cmocka_unit_test(test_triangular_loop),
