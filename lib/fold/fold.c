@@ -9,19 +9,21 @@
  *
  * Two refinements keep it fast and make it fold loop nests into their loop structure:
  * - Prediction. The newest term is "open": while the input repeats it, nothing is built.
- *   A value term x^n predicts x; a group predicts the elements of its body, walked by a
- *   small stack (fold_predict_frame). A value equal to the prediction costs two compares
+ *   A value term x^n predicts x; a group predicts the elements of its body, read from an
+ *   expanded copy when the body has at most FOLD_PREDICT_FLAT_MAX elements, else walked by
+ *   a small stack (fold_predict_frame). A value equal to the prediction costs two compares
  *   (ms_fold_push); a completed body iteration increments the group's count.
  * - Lazy closing. The window is searched only when the newest term is closed, i.e. when a
- *   value breaks its prediction; a repetition is thus merged with its final count, so
- *   that `(x a^3)^2 x a^4` is not cut as `(x a^3)^2 a` ... When a prediction breaks in the
- *   middle of a body iteration, the part already seen is appended as terms (the prefix of
- *   the body's structure: whole terms, then `inner^r`, then the partial inner iteration).
+ *   value breaks its prediction; a run is thus merged with its final count: `x a^3 x a^4`
+ *   stays so, rather than becoming `(x a^3)^2 a`. When a prediction breaks in the middle of
+ *   a body iteration, the part already seen is appended as terms (the prefix of the body's
+ *   structure: whole terms, then `inner^r`, then the partial inner iteration).
  *
  * Exactness: every operation rewrites terms into terms with the same expansion (merges
  * compare whole terms; interning makes term equality a compare of value, count and body
- * id), so the expansion always equals the input. Terms are compared through a polynomial
- * hash of the window (win_hash) and verified term by term, so the slow path costs O(W).
+ * id), so the expansion always equals the input. The window search filters candidate
+ * lengths on the newest term, rejects them with a polynomial hash of the window (win_hash)
+ * and verifies survivors term by term: a push that is not predicted costs O(W).
  */
 #include "fold_internal.h"
 
