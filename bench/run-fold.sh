@@ -4,7 +4,8 @@
 #   1. push: ms_fold_push per element vs a loop reading the same array
 #      (target <= 10x on regular sequences, <= 500x on irregular ones)
 #   2. replay: ms_fold_cursor_read vs copying the expanded array in the same chunks
-#      (target <= 1x on regular sequences, <= 5x on irregular ones)
+#      (target <= 1x on regular sequences, <= 8x on irregular ones: a 24-byte term
+#      per element is 3x the bytes of the copied array)
 set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
