@@ -13,8 +13,9 @@
  * Targets: push <= 10x the read loop on the regular workloads (<= 500x on irregular input,
  * where every push searches the window); replay <= 1x the copy loop on the regular ones
  * (<= 8x irregular: each element is then a 24-byte term read from memory, 3x the bytes
- * of the copied array, plus the per-term work). Times are CPU times (the bench machine is shared),
- * best of 5. Usage: bench_fold [MILLION_ELEMENTS] (default 8). */
+ * of the copied array, plus the per-term work). Times are CPU times (the bench machine
+ * is shared), best of 5.
+ * Usage: bench_fold [MILLION_ELEMENTS] (default 8). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
