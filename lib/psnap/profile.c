@@ -66,7 +66,7 @@ static int write_addresses(FILE *out, const uint64_t *addresses, uint64_t count)
   uint64_t previous = 0;
   for (uint64_t i = 0; i < count; i++) {
     int64_t delta = (int64_t)(addresses[i] - previous);
-    uint64_t zigzag = ((uint64_t)delta << 1) ^ (uint64_t)(delta >> 63);
+    uint64_t zigzag = ((uint64_t)delta << 1) ^ (0 - ((uint64_t)delta >> 63));
     previous = addresses[i];
     do {
       raw[raw_size++] = (uint8_t)((zigzag & 0x7f) | (zigzag > 0x7f ? 0x80 : 0));
@@ -381,8 +381,7 @@ static int read_addresses(reader *r, ms_psnap_site *site) {
         shift += 7;
         if (!(byte & 0x80)) break;
       }
-      int64_t delta = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
-      previous += (uint64_t)delta;
+      previous += (zigzag >> 1) ^ (0 - (zigzag & 1));
       site->addresses[i] = previous;
     }
   }
