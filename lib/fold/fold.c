@@ -138,6 +138,8 @@ static bool grow_pool(ms_fold *fold, size_t needed) {
 }
 
 int fold_top_append(ms_fold *fold, const ms_fold_term *term) {
+  if (fold->top_count == UINT32_MAX) /* cursors index terms with 32 bits */
+    return ms_error_set(MS_ERR_NOMEM, "fold: more than 2^32-1 top-level terms");
   if (fold->top_count == fold->top_capacity) {
     size_t capacity = fold->top_capacity;
     if (!grow((void **)&fold->top, sizeof *fold->top, &capacity, fold->top_count + 1))

@@ -88,7 +88,7 @@ int fold_seal(ms_fold *fold) {
     return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
   fold_sequence top = {0};
   top.flat = FOLD_NO_FLAT;
-  top.length = (uint32_t)(fold->top_count > UINT32_MAX ? UINT32_MAX : fold->top_count);
+  top.length = (uint32_t)fold->top_count; /* < 2^32: fold_top_append */
   uint32_t deepest = 0;
   for (size_t i = 0; i < fold->top_count; i++) {
     const ms_fold_term *term = &fold->top[i];
