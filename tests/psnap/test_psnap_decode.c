@@ -98,6 +98,20 @@ static void table_3_gives_replay_rows_and_expression_8(void **state) {
   ms_stride_decoding_free(&d);
 }
 
+/* Simple alternating, hand-built: the last row fails equation 2 (37 % 12 != 0), the
+ * diagonal (3, 4, 2) gives the first phase ((A^3 B)^4 A^3 C)^2 (A^3 B)^4 A^3 D. */
+static void hand_built_simple_alternating(void **state) {
+  (void)state;
+  const int64_t strides[] = {8, 64, -1000, 4000};
+  const uint64_t counts[] = {80, 20, 5, 3};
+  const uint64_t rows[] = {3, 1, 0, 0, 15, 4, 1, 0, 37, 9, 2, 1};
+  ms_stride_decoding d;
+  decode(strides, counts, 4, rows, 3, &d);
+  assert_int_equal(d.cls, MS_STRIDE_SIMPLE_ALTERNATING);
+  assert_pattern(&d, "((+8^3 +64)^4 +8^3 -1000)^2 (+8^3 +64)^4 +8^3 +4000");
+  ms_stride_decoding_free(&d);
+}
+
 /* Records a stride sequence, decodes it, and checks the class and that the pattern read
  * cyclically gives back every stride. */
 static void check_sequence(const int64_t *sequence, size_t n, ms_stride_class expected) {
@@ -192,6 +206,7 @@ int main(void) {
       cmocka_unit_test(table_2_gives_expression_4),
       cmocka_unit_test(table_3_gives_replay_rows_and_expression_8),
       cmocka_unit_test(hand_built_histories),
+      cmocka_unit_test(hand_built_simple_alternating),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
