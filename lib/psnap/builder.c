@@ -280,7 +280,8 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
     s->first = address;
   else {
     int64_t stride = (int64_t)(address - s->last);
-    int rc = ms_stride_history_add(&s->history, stride);
+    /* an overflowed history is final (undesignated): no more scans of its 32 strides */
+    int rc = s->history.overflowed ? 0 : ms_stride_history_add(&s->history, stride);
     if (rc == 0 && s->fold) {
       rc = ms_fold_push(s->fold, stride);
       if (rc == MS_FOLD_OVER_CAP) rc = 0;
