@@ -170,7 +170,7 @@ typedef struct ms_stride_decoding {
   ms_stride_class cls;
   ms_psnap_expr pattern;    /* empty for undesignated */
   uint32_t pattern_count;   /* dominant patterns (1 for a simple repeat) */
-  uint64_t reduced[16][32]; /* replay pattern rows, first pattern_count used */
+  uint64_t reduced[16][32]; /* replay pattern rows, then the master line (at most 16 x 32) */
   uint64_t repeat;          /* repeat value of the whole */
 } ms_stride_decoding;
 

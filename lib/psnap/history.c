@@ -198,9 +198,9 @@ static int decode_complex(const int64_t *strides, const uint64_t *rows, uint32_t
   return rc < 0 ? rc : 1;
 }
 
-int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t unique,
-                                  const uint64_t *rows, uint32_t row_count, uint32_t width,
-                                  ms_stride_decoding *out) {
+static int decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t unique,
+                       const uint64_t *rows, uint32_t row_count, uint32_t width,
+                       ms_stride_decoding *out) {
   memset(out, 0, sizeof *out);
   ms_psnap_expr_init(&out->pattern);
   out->cls = MS_STRIDE_UNDESIGNATED;
@@ -267,6 +267,18 @@ int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts
   int rc = build_chain(&out->pattern, strides, columns, reduced, row_count, items, &item_count);
   if (rc < 0) return rc;
   return finish_pattern(out, items, item_count, 1);
+}
+
+/* A pattern too long to build (MS_ERR_ARG from build_chain) is no pattern: undesignated. */
+int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t unique,
+                                  const uint64_t *rows, uint32_t row_count, uint32_t width,
+                                  ms_stride_decoding *out) {
+  int rc = decode_rows(strides, counts, unique, rows, row_count, width, out);
+  if (rc != MS_ERR_ARG) return rc;
+  ms_psnap_expr_free(&out->pattern);
+  memset(out, 0, sizeof *out);
+  out->cls = MS_STRIDE_UNDESIGNATED;
+  return ms_psnap_expr_finish(&out->pattern, NULL, 0);
 }
 
 int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decoding *out) {
