@@ -317,7 +317,10 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
     replay_site *rs = &r->sites[body[j]];
     if (rs->stride_left == 0)
       rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
-    uint64_t fits = rs->stride_left / r->occurrences[body[j]];
+    /* m accesses need m - 1 strides of the run: the stride after the last one may be
+     * the next run's (the last iteration of a row: stencils 2x faster with it) */
+    uint64_t fits = rs->stride_left == UINT64_MAX ? UINT64_MAX
+                                                  : (rs->stride_left + 1) / r->occurrences[body[j]];
     if (fits < k) k = fits;
   }
   uint64_t address[FLAT_MAX], step[FLAT_MAX], model[FLAT_MAX]; /* model: the record's 2nd word */
@@ -336,12 +339,19 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
     uint32_t s = body[j];
     replay_site *rs = &r->sites[s];
     if (r->occurrences[s] == 0) continue;
-    uint64_t per = r->occurrences[s];
+    uint64_t per = r->occurrences[s], emitted = k * per;
     rs->next_address -= per * (uint64_t)rs->stride;
-    rs->next_address += k * per * (uint64_t)rs->stride;
-    rs->stride_left -= k * per;
-    rs->position += k * per;
+    rs->position += emitted;
     r->occurrences[s] = 0;
+    if (emitted <= rs->stride_left) {
+      rs->next_address += emitted * (uint64_t)rs->stride;
+      rs->stride_left -= emitted;
+    } else { /* emitted == stride_left + 1: the run is used up; its successor follows */
+      uint64_t last = rs->next_address + (emitted - 1) * (uint64_t)rs->stride;
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+      rs->next_address = last + (uint64_t)rs->stride;
+      rs->stride_left--;
+    }
   }
   if (k == 0) return 0;
   switch (length) { /* bodies of 1 to 4 sites: loops the compiler unrolls (matmul 2x) */
