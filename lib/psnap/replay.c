@@ -354,15 +354,38 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
     }
   }
   if (k == 0) return 0;
-  switch (length) { /* bodies of 1 to 4 sites: loops the compiler unrolls (matmul 2x) */
+  switch (length) { /* bodies of 1 to 8 sites: loops the compiler unrolls (matmul 2x) */
   case 1: emit_body(out, address, step, model, k, 1); break;
   case 2: emit_body(out, address, step, model, k, 2); break;
   case 3: emit_body(out, address, step, model, k, 3); break;
   case 4: emit_body(out, address, step, model, k, 4); break;
+  case 5: emit_body(out, address, step, model, k, 5); break;
+  case 6: emit_body(out, address, step, model, k, 6); break;
+  case 7: emit_body(out, address, step, model, k, 7); break;
+  case 8: emit_body(out, address, step, model, k, 8); break;
   default: emit_body(out, address, step, model, k, length); break;
   }
   top->iteration += k;
   return (size_t)(k * length);
+}
+
+/* When the next item of the order is a flat group, enters it as if an iteration
+ * "before the first" had just ended (iteration = UINT64_MAX, all children done), so that
+ * emit_iterations takes its first iteration too; the cursor's own step then starts
+ * iteration 0 if the fast loop cannot. */
+static int enter_flat_group(replay *r) {
+  ms_psnap_cursor *c = &r->order;
+  if (!r->order_ready || c->leaf_left || c->depth == 0) return 0;
+  const ms_psnap_expr *e = c->expr;
+  ms_psnap_frame *top = &c->stack[c->depth - 1];
+  const ms_psnap_node *g = &e->nodes[top->node];
+  if (top->child >= g->count) return 0;
+  uint32_t id = e->children[g->first + top->child];
+  if (r->body_start[id] < 0) return 0;
+  top->child++;
+  c->stack[c->depth++] =
+      (ms_psnap_frame){.node = id, .child = e->nodes[id].count, .iteration = UINT64_MAX};
+  return 1;
 }
 
 static int replay_next(ms_source *source, ms_batch *batch) {
@@ -376,6 +399,7 @@ static int replay_next(ms_source *source, ms_batch *batch) {
         n += fast;
         continue;
       }
+      if (enter_flat_group(r)) continue;
       int rc = next_run(r);
       if (rc < 0) return rc;
       if (rc == 0) break;
