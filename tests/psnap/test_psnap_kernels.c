@@ -151,6 +151,52 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
   }
 }
 
+/* Accesses [from, from + count) of a replay of dir/name. */
+static ms_access *replay_part(const char *name, uint64_t from, uint64_t count, size_t *got) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  ms_psnap_profile profile;
+  assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+  ms_psnap_replay_options options = {.from = from, .count = count};
+  ms_source *source;
+  assert_int_equal(ms_psnap_replay_open(&profile, &options, &source), 0);
+  ms_access *all = malloc((size_t)count * sizeof *all);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 1000), 0);
+  size_t n = 0;
+  int k;
+  while ((k = ms_source_next(source, &batch)) > 0) {
+    memcpy(all + n, batch.accesses, (size_t)k * sizeof *all);
+    n += (size_t)k;
+  }
+  assert_int_equal(k, 0);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+  *got = n;
+  return all;
+}
+
+/* Seeking into the regular kernels' profiles (where the fast loop of replay runs) gives
+ * the accesses of a replay from the start. */
+static void seeking_in_kernel_profiles(void **state) {
+  (void)state;
+  const char *profiles[] = {"matmul-1.psnap", "stencil2d-1.psnap", "stencil3d-1.psnap"};
+  for (int p = 0; p < 3; p++) {
+    size_t total;
+    ms_access *all = replay_part(profiles[p], 0, 1u << 22, &total);
+    const uint64_t starts[] = {1, 7, 555, total / 3, total / 2 + 1, total - 100};
+    for (int s = 0; s < 6; s++) {
+      size_t got;
+      ms_access *part = replay_part(profiles[p], starts[s], 5000, &got);
+      size_t expected = total - starts[s] < 5000 ? total - starts[s] : 5000;
+      assert_int_equal(got, expected);
+      assert_memory_equal(part, all + starts[s], got * sizeof *part);
+      free(part);
+    }
+    free(all);
+  }
+}
+
 /* Four threads: each thread's replay is its accesses in its order. */
 static void threads_replay_exactly(void **state) {
   (void)state;
@@ -192,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(regular_kernels_replay_exactly_in_constant_size),
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
+      cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(threads_replay_exactly),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
   };
