@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "memsnap/capture.h"
+#include "memsnap/psnap.h"
 #include "memsnap/trace.h"
 
 void cli_error(const char *command, const char *format, ...) {
@@ -99,6 +100,8 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
   int rc;
   if (program_argc > 0) {
     rc = ms_capture_open(&capture_options, program_argc, program_argv, &source);
+  } else if (path && ms_psnap_detect(path)) {
+    rc = ms_psnap_open(path, &source);
   } else if (path) {
     rc = ms_trace_open(path, &source);
   } else {

@@ -16,6 +16,11 @@ int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_hierarchies(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+/* `memsnap show` of a .psnap profile (programs/show_profile.c). */
+int show_profile(int argc, char **argv);
 
 /* "memsnap CMD: message\n" on stderr. */
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));

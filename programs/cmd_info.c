@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "memsnap/psnap.h"
 #include "memsnap/trace.h"
 
 static void usage(FILE *to) {
@@ -29,7 +30,7 @@ typedef struct trace_summary {
 /* Lackey and din: stream the whole file, counting per kind and threads. */
 static int count_by_streaming(const char *path, trace_summary *summary, ms_stream_info *info) {
   ms_source *source;
-  int rc = ms_trace_open(path, &source);
+  int rc = ms_psnap_detect(path) ? ms_psnap_open(path, &source) : ms_trace_open(path, &source);
   if (rc < 0) return rc;
   ms_batch batch;
   rc = ms_batch_init(&batch, 0);
@@ -58,7 +59,9 @@ static int count_by_streaming(const char *path, trace_summary *summary, ms_strea
 
 static void print_text(const char *path, const trace_summary *s, const ms_stream_info *info) {
   printf("file:          %s\n", path);
-  printf("format:        %s", ms_trace_format_name(s->format));
+  /* a .psnap profile is the one readable file without a trace format: its replay */
+  printf("format:        %s",
+         s->format == MS_FORMAT_UNKNOWN ? "psnap (replayed)" : ms_trace_format_name(s->format));
   if (s->format == MS_FORMAT_MTR) printf(" (version %u)", s->version);
   printf("\nprogram:       %s", info->program ? info->program : "(unknown)");
   for (int i = 1; i < info->argc; i++)

@@ -17,6 +17,10 @@ static const command commands[] = {
     {"convert", cmd_convert, "convert between .mtr, Lackey and din traces"},
     {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
+    {"profile", cmd_profile, "build a PSnAP profile (.psnap) of a trace or a live program"},
+    {"show", show_profile, "show a profile: sites by weight, patterns, order"},
+    {"replay", cmd_replay, "regenerate the accesses of a profile (all, some sites, a chunk)"},
+    {"verify", cmd_verify, "compare a profile with its trace: exact matches, hit rates"},
 };
 
 static void usage(FILE *out) {

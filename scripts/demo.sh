@@ -13,3 +13,8 @@ run "$memsnap" info "$out/matmul.mtr"
 run "$memsnap" dump "$out/matmul.mtr" --limit 10
 run "$memsnap" sim --hierarchy nehalem "$out/matmul.mtr"
 run "$memsnap" sim --hierarchy hpcmo-07 --top 3 -- "$kernel"
+# PSnAP: a profile of the kernel (live, no trace stored), read by a person, replayed.
+run "$memsnap" profile -f matmul -o "$out/matmul.psnap" -- "$kernel"
+run "$memsnap" show "$out/matmul.psnap"
+run "$memsnap" verify --no-cache "$out/matmul.psnap" "$out/matmul.mtr"
+run "$memsnap" sim --hierarchy nehalem "$out/matmul.psnap"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# PSnAP profiles (bench/run.sh runs this with the build folder as $1). Figures, each a ratio
+# of two things measured in this one run:
+#   1. size: raw stream at 8 bytes per address / profile (target >= 100000x) and the
+#      whole run's .mtr / profile (target >= 100x), regular kernels, profile of the kernel
+#      function; at the kernels' default sizes and at larger ones
+#   2. live profiling: memsnap profile -- PROG vs memsnap record -- PROG (target <= 1.2x)
+#   3. replay into an in-memory consumer vs decoding the same accesses from a .mtr
+#      (target >= 10x), accesses per second (bench_replay)
+set -euo pipefail
+build=${1:-build}
+build=$(cd "$build" && pwd)
+memsnap="$build/bin/memsnap"
+kernels="$build/tests/programs"
+work=$(mktemp -d /tmp/memsnap-psnap-bench-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# kernel function default-size large-size
+cases=(
+  "stream_add stream_add 100000 4000000"
+  "matmul matmul 150 300"
+  "stencil2d jacobi 200 700"
+  "stencil3d stencil3d 40 100"
+  "transpose transpose 300 1500"
+)
+
+seconds() { # seconds COMMAND...: wall time of one run, output discarded
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 || true
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+accesses_of() { sed -n 's/^accesses \([0-9]*\)$/\1/p' "$1" | head -1; }
+
+echo "== PSnAP 1. profile size (profile of the kernel function; raw = 8 bytes per address) =="
+printf "%-11s %9s %10s %9s %11s %12s %10s\n" kernel size accesses psnap-B mtr-B raw/psnap mtr/psnap
+for c in "${cases[@]}"; do
+  set -- $c
+  for size in "$3" "$4"; do
+    tag=$([ "$size" = "$3" ] && echo default || echo large)
+    "$memsnap" record -q -o "$work/$1.$tag.mtr" -- "$kernels/$1" "$size" > /dev/null
+    "$memsnap" profile -q -f "$2" -o "$work/$1.$tag.psnap" "$work/$1.$tag.mtr"
+    n=$(accesses_of "$work/$1.$tag.psnap")
+    p=$(stat -c %s "$work/$1.$tag.psnap")
+    m=$(stat -c %s "$work/$1.$tag.mtr")
+    printf "%-11s %9s %10s %9s %11s %11.0fx %9.1fx  (%s)\n" "$1" "$size" "$n" "$p" "$m" \
+      "$(ratio $((n * 8)) "$p")" "$(ratio "$m" "$p")" "$tag"
+  done
+done
+echo "(targets: raw/psnap >= 100000x, mtr/psnap >= 100x)"
+
+echo
+echo "== PSnAP 2. live profile vs record (default sizes, seconds, best of 3) =="
+printf "%-11s %8s %9s %13s %13s %14s\n" kernel record profile profile-all profile/record all/record
+best() { local b=""; for i in 1 2 3; do t=$(seconds "$@"); b=$(awk -v a="$t" -v b="$b" 'BEGIN { print (b == "" || a < b) ? a : b }'); done; echo "$b"; }
+sum=0; sum_all=0; n=0
+for c in "${cases[@]}"; do
+  set -- $c
+  rec=$(best "$memsnap" record -q -o "$work/t.mtr" -- "$kernels/$1" "$3")
+  prof=$(best "$memsnap" profile -q -f "$2" -o "$work/t.psnap" -- "$kernels/$1" "$3")
+  all=$(best "$memsnap" profile -q -o "$work/t-all.psnap" -- "$kernels/$1" "$3")
+  r=$(ratio "$prof" "$rec"); ra=$(ratio "$all" "$rec")
+  printf "%-11s %8s %9s %13s %12sx %13sx\n" "$1" "$rec" "$prof" "$all" "$r" "$ra"
+  sum=$(awk -v s="$sum" -v r="$r" 'BEGIN { print s + log(r) }')
+  sum_all=$(awk -v s="$sum_all" -v r="$ra" 'BEGIN { print s + log(r) }'); n=$((n + 1))
+done
+awk -v s="$sum" -v t="$sum_all" -v n="$n" 'BEGIN { printf "geometric mean profile/record %.2fx, whole-program profile/record %.2fx (target <= 1.2x)\n", exp(s / n), exp(t / n) }'
+
+echo
+echo "== PSnAP 3. replay vs .mtr decode of the same accesses (large sizes) =="
+for c in "${cases[@]}"; do
+  set -- $c
+  "$memsnap" replay "$work/$1.large.psnap" -o "$work/$1.same.mtr"
+  "$build/bench/bench_replay" "$work/$1.large.psnap" "$work/$1.same.mtr"
+  rm -f "$work/$1.same.mtr" "$work/$1.large.mtr"
+done

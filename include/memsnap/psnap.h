@@ -1,0 +1,278 @@
+/* PSnAP profiles: per-site stride patterns, the order of sites, replay.
+ *
+ * A profile (docs/formats.md, "The .psnap profile") describes a stream of accesses by its
+ * *sites*: one site per (thread, instruction, kind, size), so that every access of a site
+ * has the same thread, kind and size (an instruction issuing two sizes or kinds becomes
+ * two profile sites). A site's addresses are its first address followed by its stride
+ * pattern, an expression of nested repetitions such as `((+16^15 +48)^127 +16^15 -36816)`,
+ * read cyclically: the pattern is repeated as often as the site's count requires (the
+ * paper's reading of a replay pattern; an exact fold has exactly count-1 strides and
+ * never wraps). The order of each thread is an expression of the same kind over site
+ * numbers, `(s0 s1 s2)^100000`. Sites whose strides do not fit in a pattern of the size
+ * cap are *lossy*: their address range, alignment and a histogram of where their
+ * addresses fall are kept, and replay draws addresses from it (or, with --lossless, their
+ * exact addresses are kept compressed in the profile).
+ *
+ * Parts: expressions (ms_psnap_expr), stride histories and their decoding after
+ * psnap-mills-snavely-carrington.txt section II-B (ms_stride_history), profiles and their
+ * text form (ms_psnap_profile), the profile builder (a sink), replay (a source).
+ */
+#ifndef MEMSNAP_PSNAP_H
+#define MEMSNAP_PSNAP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memsnap/stream.h"
+
+/* ---- Expressions of nested repetitions ------------------------------------------------ */
+
+typedef struct ms_psnap_node {
+  int64_t value;   /* a leaf's value: a stride, or a site number in an order */
+  uint64_t repeat; /* >= 1 */
+  uint32_t first;  /* a group's first child in expr->children */
+  uint32_t count;  /* a group's number of children; 0 for a leaf */
+} ms_psnap_node;
+
+typedef struct ms_psnap_expr {
+  ms_psnap_node *nodes;
+  uint32_t node_count, node_capacity;
+  uint32_t *children;
+  uint32_t child_count, child_capacity;
+  uint32_t root;    /* a group of repeat 1: the whole sequence (may be empty) */
+  int finished;     /* ms_psnap_expr_finish succeeded */
+  uint64_t *length; /* per node: elements in one iteration */
+  int64_t *sum;     /* per node: sum of the values of one iteration (wrapping) */
+  uint32_t depth;   /* deepest nesting of groups, root included */
+  uint64_t total;   /* elements of the whole expression */
+  /* Per-value counts per node (ms_psnap_expr_index_values), for seeking in an order. */
+  uint32_t *count_start; /* node -> first entry in count_value/count_times; node_count+1 */
+  uint32_t *count_value;
+  uint64_t *count_times;
+} ms_psnap_expr;
+
+typedef enum ms_psnap_expr_kind {
+  MS_PSNAP_STRIDES = 0, /* leaves print as +16, -36816 */
+  MS_PSNAP_SITES = 1,   /* leaves print as s12 */
+} ms_psnap_expr_kind;
+
+void ms_psnap_expr_init(ms_psnap_expr *expr);
+void ms_psnap_expr_free(ms_psnap_expr *expr);
+/* Building bottom-up: leaves and groups return a node id (>= 0) or a negative status. */
+int64_t ms_psnap_expr_leaf(ms_psnap_expr *expr, int64_t value, uint64_t repeat);
+int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count,
+                            uint64_t repeat);
+/* Sets the top-level sequence and computes lengths and sums; MS_ERR_FORMAT if the
+ * number of elements overflows 64 bits. */
+int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count);
+/* Parses text (no newline) written by ms_psnap_expr_print. Errors name file:line:column,
+ * columns counted from `column` for the first character of text. */
+int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_psnap_expr_kind kind,
+                        const char *file, unsigned line, unsigned column);
+int ms_psnap_expr_print(const ms_psnap_expr *expr, ms_psnap_expr_kind kind, FILE *out);
+/* The same into a malloc'ed string (NULL if out of memory). */
+char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind);
+int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from);
+/* Prepares ms_psnap_cursor_seek_counts: per node, how many times each value < values
+ * occurs in one iteration. MS_ERR_FORMAT if a leaf is negative or >= values. */
+int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values);
+
+/* A position in the expanded sequence of an expression; cyclic cursors start over at
+ * the end (an empty expression then yields zeros). */
+typedef struct ms_psnap_frame {
+  uint32_t node, child;
+  uint64_t iteration;
+} ms_psnap_frame;
+
+typedef struct ms_psnap_cursor {
+  const ms_psnap_expr *expr;
+  ms_psnap_frame *stack;
+  uint32_t depth;
+  int cyclic;
+  int64_t value;      /* current leaf value */
+  uint64_t leaf_left; /* copies of `value` left before the next leaf */
+} ms_psnap_cursor;
+
+int ms_psnap_cursor_init(ms_psnap_cursor *cursor, const ms_psnap_expr *expr, int cyclic);
+void ms_psnap_cursor_free(ms_psnap_cursor *cursor);
+/* Up to `max` copies of the next value: returns how many (0 at the end of a non-cyclic
+ * expression) and the value in *value. */
+static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value);
+/* Positions the cursor before element `index` and returns the sum of the elements before
+ * it (wrapping). If value_counts is not NULL, adds to value_counts[v] the number of
+ * occurrences of v before `index` (needs ms_psnap_expr_index_values). */
+int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *value_counts);
+/* The same, counting element i as weight[leaf] elements (0 or 1) and a group as
+ * weight[group] per iteration (ms_psnap_expr_weights): the index counts only the
+ * elements of weight 1, and the cursor stops before the index-th of them. */
+int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
+                                      const uint64_t *weight, uint64_t *value_counts);
+/* Per node, the elements of one iteration whose value v has mask[v] set (an order's
+ * selected sites); malloc'ed array of node_count entries, NULL if out of memory. */
+uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask);
+void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor);
+/* Slow path of ms_psnap_cursor_run: moves to the next leaf; 0 at the end. */
+int ms_psnap_cursor_advance(ms_psnap_cursor *cursor);
+
+static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value) {
+  if (cursor->leaf_left == 0 && !ms_psnap_cursor_advance(cursor)) return 0;
+  uint64_t n = cursor->leaf_left < max ? cursor->leaf_left : max;
+  cursor->leaf_left -= n;
+  *value = cursor->value;
+  return n;
+}
+
+/* ---- Stride histories (section II-B) -------------------------------------------------- */
+
+typedef enum ms_stride_class {
+  MS_STRIDE_CONSTANT = 0,
+  MS_STRIDE_SIMPLE_REPEAT,
+  MS_STRIDE_SIMPLE_ALTERNATING,
+  MS_STRIDE_COMPLEX_REPEAT,
+  MS_STRIDE_UNDESIGNATED,
+} ms_stride_class;
+
+const char *ms_stride_class_name(ms_stride_class cls); /* "constant", "simple-repeat", ... */
+int ms_stride_class_parse(const char *name);           /* -1 if unknown */
+
+/* The online record of one site: unique strides in order of first appearance, their
+ * counts, and a snapshot of the counts each time a new stride appears (row i, 0-based,
+ * is taken when stride i+1 first appears, after counting it). Past `capacity` unique
+ * strides the history stops (overflowed) and the site is undesignated. */
+typedef struct ms_stride_history {
+  int64_t *strides;
+  uint64_t *counts;
+  uint64_t *rows; /* rows[i * capacity + j] */
+  uint32_t unique, capacity;
+  int overflowed;
+} ms_stride_history;
+
+int ms_stride_history_init(ms_stride_history *history, uint32_t capacity);
+void ms_stride_history_free(ms_stride_history *history);
+/* Cost proportional to the number of unique strides; the first index matches most. */
+static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride);
+int ms_stride_history_add_new(ms_stride_history *history, int64_t stride);
+
+static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride) {
+  for (uint32_t i = 0; i < history->unique; i++)
+    if (history->strides[i] == stride) {
+      history->counts[i]++;
+      return 0;
+    }
+  return ms_stride_history_add_new(history, stride);
+}
+
+/* The decoding of a history: its class and the pattern expression (strides), following
+ * identification and reduction (dominant lines, master line, equations 2-8). For a
+ * simple repeat, `reduced` holds the replay pattern row (e.g. 15 255 2047 1) and
+ * `repeat` the repeat value; for a complex repeat, one row per dominant line. */
+typedef struct ms_stride_decoding {
+  ms_stride_class cls;
+  ms_psnap_expr pattern;    /* empty for undesignated */
+  uint32_t pattern_count;   /* dominant patterns (1 for a simple repeat) */
+  uint64_t reduced[16][32]; /* replay pattern rows, then the master line (at most 16 x 32) */
+  uint64_t repeat;          /* repeat value of the whole */
+} ms_stride_decoding;
+
+/* Decodes from rows (row_count rows of `width` values, row i taken when stride i+1
+ * appeared) and the final counts. Always succeeds unless out of memory; undesignated
+ * when nothing fits. Call ms_stride_decoding_free afterwards. */
+int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t unique,
+                                  const uint64_t *rows, uint32_t row_count, uint32_t width,
+                                  ms_stride_decoding *out);
+int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decoding *out);
+void ms_stride_decoding_free(ms_stride_decoding *decoding);
+
+/* ---- Profiles ------------------------------------------------------------------------- */
+
+#define MS_PSNAP_HISTOGRAM_BINS 32
+#define MS_PSNAP_SEGMENTS 8 /* a lossy site's accesses in 8 periods, one histogram each */
+
+typedef struct ms_psnap_site {
+  uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
+  uint16_t thread;
+  uint8_t size, kind;
+  uint64_t count; /* accesses */
+  uint64_t first_address;
+  ms_stride_class cls;   /* from the stride history */
+  int lossy;             /* addresses drawn from range/histogram */
+  ms_psnap_expr pattern; /* strides, read cyclically (exact sites) */
+  /* lossy sites */
+  uint64_t low, high; /* address range, inclusive */
+  uint64_t alignment; /* every address is first_address + k * alignment */
+  /* accesses per 1/32 of the range, in each eighth of the site's accesses */
+  uint64_t histogram[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS];
+  uint64_t *addresses; /* --lossless: every address, count of them */
+} ms_psnap_site;
+
+typedef struct ms_psnap_thread_order {
+  uint64_t accesses;
+  int lossy;           /* the order exceeded its cap: transitions instead */
+  ms_psnap_expr order; /* site numbers (exact) */
+  /* lossy: for each site, its successors and how often (PSnAP section III path counts) */
+  uint32_t transition_count;
+  uint32_t *transition_from, *transition_to;
+  uint64_t *transition_times;
+  uint32_t first_site;
+} ms_psnap_thread_order;
+
+typedef struct ms_psnap_profile {
+  ms_stream_info info; /* program, arguments, capture, sampling, site table */
+  uint64_t access_count;
+  uint32_t site_count;
+  ms_psnap_site *sites;
+  uint32_t thread_count;
+  ms_psnap_thread_order *threads;
+  char *selection; /* "all" or the --function/--line filter as given */
+} ms_psnap_profile;
+
+void ms_psnap_profile_free(ms_psnap_profile *profile);
+int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
+/* Writes atomically (temporary name, then rename); "-" is standard output. */
+int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path);
+/* Parses text; errors name `name`, line and column. */
+int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out);
+int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
+/* 1 if the file starts like a profile. */
+int ms_psnap_detect(const char *path);
+
+/* ---- Building a profile (a sink) ------------------------------------------------------ */
+
+typedef struct ms_psnap_options {
+  uint32_t max_strides;         /* unique strides per history (default 32) */
+  uint32_t site_cap;            /* pattern nodes per site before it is lossy (default 512) */
+  uint32_t order_cap;           /* order nodes per thread before it is lossy (default 8192) */
+  int lossless;                 /* keep the exact addresses of lossy sites */
+  const char *const *functions; /* keep only accesses of sites in these functions */
+  int function_count;
+  const char *const *lines; /* ... or at these file:line (file matched by its end) */
+  int line_count;
+} ms_psnap_options;
+
+void ms_psnap_options_default(ms_psnap_options *options);
+/* A sink that builds a profile; ms_psnap_builder_take hands it over after the stream ends. */
+int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out);
+int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
+
+/* ---- Replay (a source) ---------------------------------------------------------------- */
+
+typedef struct ms_psnap_replay_options {
+  const uint8_t *site_mask; /* NULL: all sites; else 1 for the sites to replay */
+  uint64_t from;            /* first access (index in the replayed selection) */
+  uint64_t count;           /* 0: to the end */
+} ms_psnap_replay_options;
+
+/* Replays a profile (taken over by the source, freed with it). Threads are replayed one
+ * after the other (thread 0 whole, then thread 1, ...); each thread's accesses are in
+ * program order. Seeking skips through repetitions arithmetically. */
+int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
+                         ms_source **out);
+/* Loads a file and replays all of it (for format detection by the CLI). */
+int ms_psnap_open(const char *path, ms_source **out);
+
+/* Marks in mask (site_count bytes) the sites whose function is `function`, or whose
+ * file ends with `file` and line is `line` (file:line text); returns how many. */
+int ms_psnap_select(const ms_psnap_profile *profile, const char *function, const char *file_line,
+                    uint8_t *mask);
+
+#endif

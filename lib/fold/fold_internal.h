@@ -1,0 +1,126 @@
+/* Internal representation of a fold, shared by the builder (fold.c), the text reader and
+ * writer (fold_text.c) and the replay side (fold_replay.c).
+ *
+ * Sequences (loop bodies) are immutable once created: their terms live in one pool, each
+ * with the number and the wrapping sum of the elements before it in its sequence, so that
+ * seeking descends the nesting with a binary search per level. Sequence 0 is the top level,
+ * whose terms live in their own array (`top`), filled when the fold is finished.
+ * While building, bodies are interned (two equal bodies get one id), so that two terms are
+ * equal exactly when their value, count and group are equal: comparing window terms is O(1).
+ */
+#ifndef MEMSNAP_FOLD_INTERNAL_H
+#define MEMSNAP_FOLD_INTERNAL_H
+
+#include "memsnap/fold.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FOLD_NO_FLAT UINT32_MAX
+
+typedef struct fold_sequence {
+  uint64_t expanded;    /* elements in one iteration */
+  uint64_t sum;         /* wrapping sum of one iteration */
+  uint64_t nodes;       /* terms written for one iteration (saturating) */
+  uint64_t hash;        /* polynomial hash of the terms (interning, window matching) */
+  uint32_t first;       /* first term in the pool (unused for sequence 0) */
+  uint32_t length;      /* number of terms */
+  uint32_t depth;       /* 1 + the depth of the deepest group inside */
+  uint32_t flat;        /* offset of the expanded copy in fold->flat, or FOLD_NO_FLAT */
+  uint32_t flat_length; /* whole iterations held in the copy, in elements */
+} fold_sequence;
+
+/* One level of the walk that predicts the next element inside the tail group's body. */
+typedef struct fold_predict_frame {
+  uint32_t sequence;
+  uint32_t index;
+  uint64_t rep; /* value term: elements consumed; group term: iterations completed */
+} fold_predict_frame;
+
+/* How the newest term predicts: not at all, a value run, a walk of a group's body, or the
+ * expanded copy of a small group body (FOLD_PREDICT_FLAT_MAX elements at most). */
+enum { FOLD_PREDICT_NONE, FOLD_PREDICT_VALUE, FOLD_PREDICT_GROUP, FOLD_PREDICT_FLAT };
+#define FOLD_PREDICT_FLAT_MAX 256
+
+struct ms_fold {
+  /* Hot fields first: the fast path of ms_fold_push reads these three only. */
+  int64_t expect;       /* the value the current repetition predicts */
+  uint64_t expect_left; /* how many more times it may follow (0 = take the slow path) */
+  int mode;             /* FOLD_PREDICT_* */
+  /* Values stored. Not next to expect_left: GCC merged the two updates of the fast path
+   * into one 16-byte vector store that the next push's loads waited on (3.9 -> 2.6 ns). */
+  uint64_t length;
+
+  bool finished;
+  bool over_cap;
+  uint32_t window;
+  uint64_t max_nodes;
+  uint64_t nodes; /* written terms: top + window (+ nothing for the partial tail) */
+
+  fold_sequence *seqs;
+  uint32_t seq_count, seq_capacity;
+
+  ms_fold_term *pool;
+  uint64_t *pool_before_length; /* elements before each term in its sequence */
+  uint64_t *pool_before_sum;    /* wrapping sum of the elements before it */
+  uint32_t pool_count, pool_capacity;
+
+  ms_fold_term *top;
+  uint64_t *top_before_length;
+  uint64_t *top_before_sum;
+  size_t top_count, top_capacity;
+
+  uint32_t *intern; /* open addressing table of sequence ids (0 = empty slot) */
+  uint32_t intern_capacity, intern_count;
+
+  ms_fold_term *win;  /* the last top-level terms; the newest at win[win_count - 1] */
+  uint64_t *win_hash; /* win_hash[i] = polynomial hash of win[0..i) */
+  uint32_t win_count, win_capacity;
+
+  fold_predict_frame *predict;
+  uint32_t predict_depth, predict_capacity;
+  uint64_t pending_iterations; /* body iterations completed, not yet in the tail's count */
+
+  int64_t *predict_flat;        /* expansion of one iteration of predict_flat_body */
+  uint32_t predict_flat_body;   /* 0 = none */
+  uint32_t predict_flat_length; /* its elements */
+  uint32_t run_start;           /* position in it of the run being predicted */
+  uint32_t run_length;          /* elements of that run (equal values) */
+
+  int64_t *flat; /* expanded copies of small bodies for replay */
+  size_t flat_count;
+  uint32_t depth; /* nesting depth of the whole expression (after finish) */
+};
+
+/* Creates a sequence from `count` terms (copied), computing its length, sum, node count,
+ * depth and the per-term prefixes. Returns its id (> 0), or 0 with the error set
+ * (MS_ERR_NOMEM, or MS_ERR_FORMAT when the expanded length exceeds uint64). */
+uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t count,
+                              uint64_t hash, int *status);
+
+/* Expanded length of a term, or false on overflow. */
+bool fold_term_length(const ms_fold *fold, const ms_fold_term *term, uint64_t *length);
+
+/* Allocates an empty fold (window/options checked by the caller). */
+ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes);
+
+/* Appends a term to the top-level array. */
+int fold_top_append(ms_fold *fold, const ms_fold_term *term);
+
+/* Computes the top-level prefixes, sequence 0's totals, the depth and the flat copies,
+ * and marks the fold finished. */
+int fold_seal(ms_fold *fold);
+
+static inline bool fold_add_overflows(uint64_t a, uint64_t b, uint64_t *out) {
+  return __builtin_add_overflow(a, b, out);
+}
+static inline bool fold_mul_overflows(uint64_t a, uint64_t b, uint64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+static inline uint64_t fold_saturating_add(uint64_t a, uint64_t b) {
+  uint64_t out;
+  return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
+#endif

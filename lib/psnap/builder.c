@@ -1,0 +1,636 @@
+/* The profile builder: a sink that turns a stream of accesses into a profile, online.
+ *
+ * Model: a profile site is one (thread, instruction, kind, size); an instruction issuing
+ * several sizes or kinds becomes several sites, so each site's accesses are uniform.
+ * Per site, while the stream runs: its count, first and last address, its stride history
+ * (section II-B of psnap-mills-snavely-carrington.txt), the exact fold of its strides
+ * (memsnap/fold.h) up to a cap on the fold's terms, its address range and alignment, a
+ * reservoir sample of its addresses (for the histogram of a lossy site) and, with
+ * --lossless, every address. Per thread: the fold of its site numbers (the order), and
+ * once that fold is over its cap, the counts of each site-to-site transition (PSnAP's
+ * path counts, section III) from the stored prefix on.
+ * At the end, per site: the decoded history gives the class; its pattern is kept when
+ * it reproduces the exact strides (compared with the fold, or, for a fold over its cap,
+ * by recording the history of the pattern's strides and finding it identical); else the
+ * fold's expression is the pattern; else the site is lossy.
+ * Cost per access: a hash lookup (one-entry cache in front), a history update (a scan of
+ * the unique strides, first entry matching most often) and two fold pushes (O(1) when the
+ * fold's prediction holds).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/fold.h"
+#include "memsnap/psnap.h"
+
+/* Reservoir samples per site for lossy histograms: with 4096, the 8 x 32 histograms of a
+ * uniform gather held 16 samples per bin and their noise alone gave 1.06 points of mean
+ * L1 hit-rate error on the gather kernel; 65536 brings it under 1 (tests/psnap). The
+ * arrays grow with the site's accesses, so small sites stay small. */
+#define RESERVOIR 65536
+
+typedef struct site_state {
+  uint64_t key;
+  uint32_t trace_site;
+  uint16_t thread;
+  uint8_t kind, size;
+  uint64_t count, first, last, low, high, offsets; /* offsets: OR of address - first */
+  ms_stride_history history;
+  ms_fold *fold;
+  uint64_t *sample, *sample_position;
+  uint32_t sample_count, sample_capacity;
+  uint64_t *all;
+  size_t all_capacity;
+} site_state;
+
+typedef struct transition {
+  uint64_t key; /* from << 32 | to, plus one so that 0 means empty */
+  uint64_t times;
+} transition;
+
+typedef struct thread_state {
+  ms_fold *order;
+  uint64_t accesses;
+  int over;
+  uint32_t previous;
+  transition *transitions;
+  uint32_t transition_count, transition_capacity; /* capacity: power of two */
+} thread_state;
+
+typedef struct builder {
+  ms_sink sink;
+  ms_psnap_options options;
+  site_state *sites;
+  uint32_t site_count, site_capacity;
+  uint32_t *table; /* open addressing, site index + 1 */
+  uint32_t table_capacity;
+  thread_state *threads;
+  uint32_t thread_count;
+  uint8_t *selected; /* per trace site: 0 unknown, 1 kept, 2 dropped */
+  uint32_t selected_capacity;
+  uint64_t cached_key;
+  uint32_t cached_site;
+  uint64_t rng;
+  ms_psnap_profile result;
+  int finished;
+} builder;
+
+void ms_psnap_options_default(ms_psnap_options *options) {
+  memset(options, 0, sizeof *options);
+  options->max_strides = 32;
+  options->site_cap = 512;
+  options->order_cap = 8192;
+}
+
+static uint64_t hash64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static int new_fold(uint64_t cap, ms_fold **out) {
+  ms_fold_options options = ms_fold_options_default();
+  options.max_nodes = cap;
+  return ms_fold_new(&options, out);
+}
+
+static int grow_table(builder *b) {
+  uint32_t capacity = b->table_capacity ? b->table_capacity * 2 : 1024;
+  uint32_t *table = calloc(capacity, sizeof *table);
+  if (!table) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    uint32_t slot = (uint32_t)hash64(b->sites[i].key) & (capacity - 1);
+    while (table[slot])
+      slot = (slot + 1) & (capacity - 1);
+    table[slot] = i + 1;
+  }
+  free(b->table);
+  b->table = table;
+  b->table_capacity = capacity;
+  return 0;
+}
+
+static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out) {
+  if (b->site_count == b->site_capacity) {
+    uint32_t capacity = b->site_capacity ? b->site_capacity * 2 : 64;
+    site_state *sites = realloc(b->sites, capacity * sizeof *sites);
+    if (!sites) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    b->sites = sites;
+    b->site_capacity = capacity;
+  }
+  if (2 * (b->site_count + 1) > b->table_capacity) {
+    int rc = grow_table(b);
+    if (rc < 0) return rc;
+  }
+  site_state *s = &b->sites[b->site_count];
+  memset(s, 0, sizeof *s);
+  *s = (site_state){.key = key,
+                    .trace_site = a->site,
+                    .thread = a->thread,
+                    .kind = a->kind,
+                    .size = a->size,
+                    .low = UINT64_MAX};
+  int rc = ms_stride_history_init(&s->history, b->options.max_strides);
+  if (rc == 0) rc = new_fold(b->options.site_cap, &s->fold);
+  if (rc < 0) {
+    ms_stride_history_free(&s->history);
+    ms_fold_free(s->fold);
+    free(s->sample);
+    free(s->sample_position);
+    return rc;
+  }
+  uint32_t slot = (uint32_t)hash64(key) & (b->table_capacity - 1);
+  while (b->table[slot])
+    slot = (slot + 1) & (b->table_capacity - 1);
+  b->table[slot] = b->site_count + 1;
+  *out = b->site_count++;
+  return 0;
+}
+
+static int find_site(builder *b, const ms_access *a, uint32_t *out) {
+  uint64_t key =
+      (uint64_t)a->site << 32 | (uint64_t)a->thread << 16 | (uint64_t)a->kind << 8 | a->size;
+  if (key == b->cached_key && b->site_count) {
+    *out = b->cached_site;
+    return 0;
+  }
+  uint32_t found = 0;
+  if (b->table_capacity) {
+    uint32_t slot = (uint32_t)hash64(key) & (b->table_capacity - 1);
+    while (b->table[slot]) {
+      if (b->sites[b->table[slot] - 1].key == key) {
+        found = b->table[slot];
+        break;
+      }
+      slot = (slot + 1) & (b->table_capacity - 1);
+    }
+  }
+  if (found)
+    *out = found - 1;
+  else {
+    int rc = add_site(b, key, a, out);
+    if (rc < 0) return rc;
+  }
+  b->cached_key = key;
+  b->cached_site = *out;
+  return 0;
+}
+
+static int ends_with(const char *text, const char *suffix) {
+  size_t n = strlen(text), m = strlen(suffix);
+  return n >= m && !strcmp(text + n - m, suffix) && (n == m || text[n - m - 1] == '/');
+}
+
+/* Whether the accesses of a trace site are kept (--function, --line). */
+static int is_selected(builder *b, const ms_stream_info *info, uint32_t trace_site) {
+  if (!b->options.function_count && !b->options.line_count) return 1;
+  if (trace_site == MS_SITE_NONE) return 0;
+  if (trace_site >= b->selected_capacity) {
+    uint32_t capacity = b->selected_capacity ? b->selected_capacity : 1024;
+    while (capacity <= trace_site)
+      capacity *= 2;
+    uint8_t *selected = realloc(b->selected, capacity);
+    if (!selected) return -1;
+    memset(selected + b->selected_capacity, 0, capacity - b->selected_capacity);
+    b->selected = selected;
+    b->selected_capacity = capacity;
+  }
+  if (b->selected[trace_site]) return b->selected[trace_site] == 1;
+  const ms_site *site = ms_site_table_get(info->sites, trace_site);
+  int keep = 0;
+  for (int i = 0; site && i < b->options.function_count; i++)
+    keep |= site->function && !strcmp(site->function, b->options.functions[i]);
+  for (int i = 0; site && i < b->options.line_count; i++) {
+    const char *colon = strrchr(b->options.lines[i], ':');
+    if (!colon || !site->file) continue;
+    char file[4096];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - b->options.lines[i]), b->options.lines[i]);
+    keep |= site->line == (uint32_t)strtoul(colon + 1, NULL, 10) && ends_with(site->file, file);
+  }
+  b->selected[trace_site] = keep ? 1 : 2;
+  return keep;
+}
+
+static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
+  if (2 * (t->transition_count + 1) > t->transition_capacity) {
+    uint32_t capacity = t->transition_capacity ? t->transition_capacity * 2 : 256;
+    transition *table = calloc(capacity, sizeof *table);
+    if (!table) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < t->transition_capacity; i++) {
+      if (!t->transitions[i].key) continue;
+      uint32_t slot = (uint32_t)hash64(t->transitions[i].key) & (capacity - 1);
+      while (table[slot].key)
+        slot = (slot + 1) & (capacity - 1);
+      table[slot] = t->transitions[i];
+    }
+    free(t->transitions);
+    t->transitions = table;
+    t->transition_capacity = capacity;
+  }
+  uint64_t key = ((uint64_t)from << 32 | to) + 1;
+  uint32_t slot = (uint32_t)hash64(key) & (t->transition_capacity - 1);
+  while (t->transitions[slot].key && t->transitions[slot].key != key)
+    slot = (slot + 1) & (t->transition_capacity - 1);
+  if (!t->transitions[slot].key) {
+    t->transitions[slot].key = key;
+    t->transition_count++;
+  }
+  t->transitions[slot].times++;
+  return 0;
+}
+
+static int add_to_order(builder *b, uint16_t thread, uint32_t site) {
+  if (thread >= b->thread_count) {
+    thread_state *threads = realloc(b->threads, (thread + 1u) * sizeof *threads);
+    if (!threads) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    memset(threads + b->thread_count, 0, (thread + 1u - b->thread_count) * sizeof *threads);
+    b->threads = threads;
+    for (uint32_t t = b->thread_count; t <= thread; t++) {
+      int rc = new_fold(b->options.order_cap, &threads[t].order);
+      if (rc < 0) return rc;
+      b->thread_count = t + 1;
+    }
+  }
+  thread_state *t = &b->threads[thread];
+  int rc = 0;
+  if (!t->over) {
+    rc = ms_fold_push(t->order, site);
+    if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = 0;
+  }
+  if (rc == 0 && t->over) rc = count_transition(t, t->previous, site);
+  t->previous = site;
+  t->accesses++;
+  return rc < 0 ? rc : 0;
+}
+
+static int add_address(builder *b, site_state *s, uint64_t address) {
+  if (b->options.lossless) {
+    if (s->count == s->all_capacity) {
+      size_t capacity = s->all_capacity ? s->all_capacity * 2 : 256;
+      uint64_t *all = realloc(s->all, capacity * sizeof *all);
+      if (!all) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      s->all = all;
+      s->all_capacity = capacity;
+    }
+    s->all[s->count] = address;
+  }
+  if (s->count == 0)
+    s->first = address;
+  else {
+    int64_t stride = (int64_t)(address - s->last);
+    /* an overflowed history is final (undesignated): no more scans of its 32 strides */
+    int rc = s->history.overflowed ? 0 : ms_stride_history_add(&s->history, stride);
+    if (rc == 0 && s->fold) {
+      rc = ms_fold_push(s->fold, stride);
+      if (rc == MS_FOLD_OVER_CAP) rc = 0;
+    }
+    if (rc < 0) return rc;
+  }
+  s->last = address;
+  s->offsets |= address - s->first;
+  if (address < s->low) s->low = address;
+  if (address > s->high) s->high = address;
+  uint64_t slot = s->sample_count;
+  if (slot == s->sample_capacity && slot < RESERVOIR) {
+    uint32_t capacity = s->sample_capacity ? 4 * s->sample_capacity : 16;
+    uint64_t *sample = realloc(s->sample, capacity * sizeof *sample);
+    if (sample) s->sample = sample;
+    uint64_t *position = realloc(s->sample_position, capacity * sizeof *position);
+    if (position) s->sample_position = position;
+    if (!sample || !position) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    s->sample_capacity = capacity;
+  }
+  if (slot == RESERVOIR) {
+    b->rng = b->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    slot = (b->rng >> 33) % (s->count + 1);
+  } else
+    s->sample_count++;
+  if (slot < RESERVOIR) {
+    s->sample[slot] = address;
+    s->sample_position[slot] = s->count;
+  }
+  s->count++;
+  return 0;
+}
+
+static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
+  builder *b = (builder *)sink;
+  for (size_t i = 0; i < batch->count; i++) {
+    const ms_access *a = &batch->accesses[i];
+    int keep = is_selected(b, info, a->site);
+    if (keep < 0) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    if (!keep) continue;
+    uint32_t site = 0;
+    int rc = find_site(b, a, &site);
+    if (rc == 0) rc = add_address(b, &b->sites[site], a->address);
+    if (rc == 0) rc = add_to_order(b, a->thread, site);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+/* ---- finishing ---- */
+
+static int fold_to_nodes(const ms_fold *fold, uint32_t sequence, ms_psnap_expr *expr,
+                         uint32_t **nodes, uint32_t *count) {
+  size_t length;
+  const ms_fold_term *terms = ms_fold_sequence(fold, sequence, &length);
+  uint32_t *ids = malloc((length ? length : 1) * sizeof *ids);
+  if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < length; i++) {
+    int64_t id;
+    if (terms[i].group == 0)
+      id = ms_psnap_expr_leaf(expr, terms[i].value, terms[i].count);
+    else {
+      uint32_t *children, child_count;
+      int rc = fold_to_nodes(fold, terms[i].group, expr, &children, &child_count);
+      if (rc < 0) {
+        free(ids);
+        return rc;
+      }
+      id = ms_psnap_expr_group(expr, children, child_count, terms[i].count);
+      free(children);
+    }
+    if (id < 0) {
+      free(ids);
+      return (int)id;
+    }
+    ids[i] = (uint32_t)id;
+  }
+  *nodes = ids;
+  *count = (uint32_t)length;
+  return 0;
+}
+
+static int fold_to_expr(ms_fold *fold, ms_psnap_expr *expr) {
+  ms_psnap_expr_init(expr);
+  int rc = ms_fold_finish(fold);
+  uint32_t *nodes = NULL, count = 0;
+  if (rc == 0) rc = fold_to_nodes(fold, 0, expr, &nodes, &count);
+  if (rc == 0) rc = ms_psnap_expr_finish(expr, nodes, count);
+  free(nodes);
+  return rc;
+}
+
+/* Whether the first n elements of a (read cyclically) equal those of b; run by run. */
+static int same_prefix(const ms_psnap_expr *a, const ms_psnap_expr *b, uint64_t n) {
+  ms_psnap_cursor ca, cb;
+  if (ms_psnap_cursor_init(&ca, a, 1) < 0) return 0;
+  if (ms_psnap_cursor_init(&cb, b, 0) < 0) {
+    ms_psnap_cursor_free(&ca);
+    return 0;
+  }
+  int same = 1;
+  while (same && n > 0) {
+    int64_t va, vb;
+    uint64_t run = ms_psnap_cursor_run(&cb, n, &vb);
+    if (run == 0) same = 0;
+    n -= run;
+    while (same && run > 0) {
+      uint64_t got = ms_psnap_cursor_run(&ca, run, &va);
+      same = got > 0 && va == vb;
+      run -= got;
+    }
+  }
+  ms_psnap_cursor_free(&ca);
+  ms_psnap_cursor_free(&cb);
+  return same;
+}
+
+/* Records the history of the pattern's first n strides and compares it with `history`. */
+static int same_history(const ms_psnap_expr *pattern, const ms_stride_history *history,
+                        uint64_t n) {
+  ms_stride_history h;
+  ms_psnap_cursor c;
+  if (ms_stride_history_init(&h, history->capacity) < 0) return 0;
+  if (ms_psnap_cursor_init(&c, pattern, 1) < 0) {
+    ms_stride_history_free(&h);
+    return 0;
+  }
+  while (n > 0) {
+    int64_t v;
+    uint64_t run = ms_psnap_cursor_run(&c, n, &v);
+    if (run == 0) break;
+    ms_stride_history_add(&h, v);
+    uint32_t i = 0;
+    while (h.strides[i] != v)
+      i++;
+    h.counts[i] += run - 1;
+    n -= run;
+  }
+  int same = !h.overflowed && h.unique == history->unique &&
+             !memcmp(h.strides, history->strides, h.unique * sizeof *h.strides) &&
+             !memcmp(h.counts, history->counts, h.unique * sizeof *h.counts) &&
+             (h.unique < 2 ||
+              !memcmp(h.rows, history->rows, (size_t)(h.unique - 1) * h.capacity * sizeof *h.rows));
+  ms_psnap_cursor_free(&c);
+  ms_stride_history_free(&h);
+  return same;
+}
+
+static void make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
+  out->lossy = 1;
+  out->low = s->low;
+  out->high = s->high;
+  out->alignment = s->offsets ? s->offsets & (~s->offsets + 1) : 1;
+  uint64_t width = (s->high - s->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  uint64_t bins[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS] = {{0}};
+  uint64_t per_segment[MS_PSNAP_SEGMENTS] = {0};
+  for (uint32_t i = 0; i < s->sample_count; i++) {
+    uint64_t segment = s->sample_position[i] * MS_PSNAP_SEGMENTS / s->count;
+    bins[segment][(s->sample[i] - s->low) / width]++;
+    per_segment[segment]++;
+  }
+  /* scaled to the accesses of each period, so that the numbers read as counts */
+  for (uint64_t g = 0; g < MS_PSNAP_SEGMENTS; g++) {
+    uint64_t accesses = (g + 1) * s->count / MS_PSNAP_SEGMENTS - g * s->count / MS_PSNAP_SEGMENTS;
+    for (int i = 0; i < MS_PSNAP_HISTOGRAM_BINS; i++)
+      out->histogram[g][i] =
+          per_segment[g] ? (bins[g][i] * accesses + per_segment[g] / 2) / per_segment[g] : 0;
+  }
+  if (b->options.lossless) {
+    out->addresses = s->all;
+    s->all = NULL;
+  }
+}
+
+static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
+  *out = (ms_psnap_site){.trace_site = s->trace_site,
+                         .thread = s->thread,
+                         .size = s->size,
+                         .kind = s->kind,
+                         .count = s->count,
+                         .first_address = s->first};
+  ms_stride_decoding decoding;
+  int rc = ms_stride_history_decode(&s->history, &decoding);
+  if (rc < 0) return rc;
+  out->cls = decoding.cls;
+  uint64_t strides = s->count - 1;
+  int over = ms_fold_over_cap(s->fold);
+  ms_psnap_expr folded;
+  ms_psnap_expr_init(&folded);
+  if (!over && (rc = fold_to_expr(s->fold, &folded)) < 0) {
+    ms_stride_decoding_free(&decoding);
+    return rc;
+  }
+  int decoded_fits = decoding.cls != MS_STRIDE_UNDESIGNATED &&
+                     (over ? same_history(&decoding.pattern, &s->history, strides)
+                           : same_prefix(&decoding.pattern, &folded, strides));
+  if (decoded_fits) {
+    out->pattern = decoding.pattern;
+    ms_psnap_expr_free(&folded);
+  } else {
+    ms_stride_decoding_free(&decoding);
+    if (!over)
+      out->pattern = folded;
+    else {
+      ms_psnap_expr_free(&folded);
+      make_lossy(b, s, out);
+      rc = ms_psnap_expr_finish(&out->pattern, NULL, 0);
+    }
+  }
+  return rc;
+}
+
+static int finish_order(thread_state *t, ms_psnap_thread_order *out) {
+  memset(out, 0, sizeof *out);
+  out->accesses = t->accesses;
+  ms_psnap_expr_init(&out->order);
+  if (!t->over) return fold_to_expr(t->order, &out->order);
+  /* Over the cap: path counts, from the fold's stored prefix and then the table. */
+  out->lossy = 1;
+  int rc = ms_fold_finish(t->order);
+  ms_fold_cursor *cursor = NULL;
+  if (rc == 0) rc = ms_fold_cursor_new(t->order, &cursor);
+  int64_t value, previous = -1;
+  while (rc == 0 && ms_fold_cursor_next(cursor, &value)) {
+    if (previous < 0)
+      out->first_site = (uint32_t)value;
+    else
+      rc = count_transition(t, (uint32_t)previous, (uint32_t)value);
+    previous = value;
+  }
+  ms_fold_cursor_free(cursor);
+  /* The transition into the first site counted after the prefix comes from the prefix's
+   * last site: count_transition started from t->previous at the overflow point. */
+  out->transition_from = malloc((t->transition_count + 1) * sizeof *out->transition_from);
+  out->transition_to = malloc((t->transition_count + 1) * sizeof *out->transition_to);
+  out->transition_times = malloc((t->transition_count + 1) * sizeof *out->transition_times);
+  if (rc == 0 && (!out->transition_from || !out->transition_to || !out->transition_times))
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; rc == 0 && i < t->transition_capacity; i++) {
+    if (!t->transitions[i].key) continue;
+    uint64_t key = t->transitions[i].key - 1;
+    uint32_t k = out->transition_count++;
+    out->transition_from[k] = (uint32_t)(key >> 32);
+    out->transition_to[k] = (uint32_t)key;
+    out->transition_times[k] = t->transitions[i].times;
+  }
+  if (rc == 0) rc = ms_psnap_expr_finish(&out->order, NULL, 0);
+  return rc;
+}
+
+/* Sites are numbered in order of first appearance in the stream. */
+static int builder_end(ms_sink *sink, const ms_stream_info *info) {
+  builder *b = (builder *)sink;
+  ms_psnap_profile *p = &b->result;
+  p->site_count = b->site_count;
+  p->thread_count = b->thread_count;
+  p->sites = calloc(b->site_count ? b->site_count : 1, sizeof *p->sites);
+  p->threads = calloc(b->thread_count ? b->thread_count : 1, sizeof *p->threads);
+  if (!p->sites || !p->threads) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int rc = 0;
+  for (uint32_t i = 0; rc == 0 && i < b->site_count; i++)
+    rc = finish_site(b, &b->sites[i], &p->sites[i]);
+  for (uint32_t t = 0; rc == 0 && t < b->thread_count; t++) {
+    if ((rc = finish_order(&b->threads[t], &p->threads[t])) < 0) break;
+    p->access_count += b->threads[t].accesses;
+  }
+  if (rc < 0) return rc;
+  /* The stream's description and the site table (copied: the source owns its own). */
+  ms_stream_info *mine = &p->info;
+  memset(mine, 0, sizeof *mine);
+  if ((rc = ms_stream_info_set_program(mine, info->program, info->argc, info->argv)) < 0) return rc;
+  mine->arch = info->arch ? strdup(info->arch) : NULL;
+  mine->capture = info->capture ? strdup(info->capture) : NULL;
+  mine->flags = info->flags & MS_STREAM_SAMPLED;
+  mine->sample_on = info->sample_on;
+  mine->sample_off = info->sample_off;
+  mine->exit_status = info->exit_status;
+  mine->thread_count = b->thread_count;
+  mine->access_count = p->access_count;
+  if (!mine->sites && !(mine->sites = ms_site_table_new()))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    const ms_site *site = ms_site_table_get(info->sites, b->sites[i].trace_site);
+    int64_t id = ms_site_table_add(mine->sites, site ? site->pc : 0, site ? site->object : NULL,
+                                   site ? site->function : NULL, site ? site->file : NULL,
+                                   site ? site->line : 0);
+    if (id < 0) return (int)id;
+    p->sites[i].trace_site = (uint32_t)id;
+  }
+  b->finished = 1;
+  return 0;
+}
+
+static void builder_destroy(ms_sink *sink) {
+  builder *b = (builder *)sink;
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    ms_stride_history_free(&b->sites[i].history);
+    ms_fold_free(b->sites[i].fold);
+    free(b->sites[i].sample);
+    free(b->sites[i].sample_position);
+    free(b->sites[i].all);
+  }
+  for (uint32_t t = 0; t < b->thread_count; t++) {
+    ms_fold_free(b->threads[t].order);
+    free(b->threads[t].transitions);
+  }
+  free(b->sites);
+  free(b->table);
+  free(b->threads);
+  free(b->selected);
+  ms_psnap_profile_free(&b->result);
+  free(b);
+}
+
+static const ms_sink_ops builder_ops = {
+    .consume = builder_consume, .end = builder_end, .destroy = builder_destroy};
+
+int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out) {
+  *out = NULL;
+  builder *b = calloc(1, sizeof *b);
+  if (!b) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  b->sink.ops = &builder_ops;
+  if (options)
+    b->options = *options;
+  else
+    ms_psnap_options_default(&b->options);
+  b->cached_key = UINT64_MAX;
+  b->rng = 0x853c49e6748fea9bULL;
+  *out = &b->sink;
+  return 0;
+}
+
+int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out) {
+  builder *b = (builder *)sink;
+  if (!b->finished) return ms_error_set(MS_ERR_ARG, "the profile is taken after the stream ends");
+  *out = b->result;
+  memset(&b->result, 0, sizeof b->result);
+  if (b->options.function_count || b->options.line_count) {
+    size_t size = 1;
+    for (int i = 0; i < b->options.function_count; i++)
+      size += strlen(b->options.functions[i]) + 10;
+    for (int i = 0; i < b->options.line_count; i++)
+      size += strlen(b->options.lines[i]) + 10;
+    out->selection = calloc(size, 1);
+    for (int i = 0; out->selection && i < b->options.function_count; i++)
+      strcat(strcat(strcat(out->selection, i ? " " : ""), "function "), b->options.functions[i]);
+    for (int i = 0; out->selection && i < b->options.line_count; i++)
+      strcat(strcat(strcat(out->selection, *out->selection ? " " : ""), "line "),
+             b->options.lines[i]);
+  }
+  return 0;
+}

@@ -1,0 +1,547 @@
+/* Expressions of nested repetitions: building, text form, and a cursor that seeks.
+ *
+ * Model: a node is a leaf (a value repeated `repeat` times) or a group (a sequence of
+ * nodes repeated `repeat` times); the root is a group of repeat 1. For every node the
+ * number of elements and the sum of the values of one iteration are kept, so that a
+ * cursor reaches element i by skipping whole iterations arithmetically: a seek costs
+ * O(depth x children per group), whatever the length. Sums wrap modulo 2^64 like
+ * addresses do. Text form: leaves `+16`, `-8`, `s3`, exponents `^N` (N >= 2), groups
+ * `( ... )` with an optional exponent, items separated by one blank.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/psnap.h"
+
+void ms_psnap_expr_init(ms_psnap_expr *expr) { memset(expr, 0, sizeof *expr); }
+
+void ms_psnap_expr_free(ms_psnap_expr *expr) {
+  free(expr->nodes);
+  free(expr->children);
+  free(expr->length);
+  free(expr->sum);
+  free(expr->count_start);
+  free(expr->count_value);
+  free(expr->count_times);
+  memset(expr, 0, sizeof *expr);
+}
+
+static int grow(void **array, uint32_t *capacity, uint32_t need, size_t item) {
+  if (need <= *capacity) return 0;
+  uint32_t next = *capacity ? *capacity : 16;
+  while (next < need) {
+    if (next > UINT32_MAX / 2) return ms_error_set(MS_ERR_NOMEM, "expression too large");
+    next *= 2;
+  }
+  void *bigger = realloc(*array, (size_t)next * item);
+  if (!bigger) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  *array = bigger;
+  *capacity = next;
+  return 0;
+}
+
+static int64_t add_node(ms_psnap_expr *expr, ms_psnap_node node) {
+  int rc =
+      grow((void **)&expr->nodes, &expr->node_capacity, expr->node_count + 1, sizeof *expr->nodes);
+  if (rc < 0) return rc;
+  expr->nodes[expr->node_count] = node;
+  expr->finished = 0;
+  return expr->node_count++;
+}
+
+int64_t ms_psnap_expr_leaf(ms_psnap_expr *expr, int64_t value, uint64_t repeat) {
+  if (repeat == 0) return ms_error_set(MS_ERR_ARG, "a repeat count is at least 1");
+  return add_node(expr, (ms_psnap_node){.value = value, .repeat = repeat});
+}
+
+int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count,
+                            uint64_t repeat) {
+  if (repeat == 0) return ms_error_set(MS_ERR_ARG, "a repeat count is at least 1");
+  int rc = grow((void **)&expr->children, &expr->child_capacity, expr->child_count + count,
+                sizeof *expr->children);
+  if (rc < 0) return rc;
+  uint32_t first = expr->child_count;
+  if (count) memcpy(expr->children + first, nodes, (size_t)count * sizeof *nodes);
+  expr->child_count += count;
+  return add_node(expr, (ms_psnap_node){.repeat = repeat, .first = first, .count = count});
+}
+
+/* Children always have smaller ids than their group, so one pass in id order works. */
+int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count) {
+  int64_t root = ms_psnap_expr_group(expr, nodes, count, 1);
+  if (root < 0) return (int)root;
+  expr->root = (uint32_t)root;
+  free(expr->length);
+  free(expr->sum);
+  uint32_t *depth = calloc(expr->node_count, sizeof *depth);
+  expr->length = malloc(expr->node_count * sizeof *expr->length);
+  expr->sum = malloc(expr->node_count * sizeof *expr->sum);
+  if (!depth || !expr->length || !expr->sum) {
+    free(depth);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t i = 0; i < expr->node_count; i++) {
+    const ms_psnap_node *node = &expr->nodes[i];
+    if (node->count == 0 && i != expr->root) {
+      expr->length[i] = 1;
+      expr->sum[i] = node->value;
+      continue;
+    }
+    uint64_t length = 0, sum = 0;
+    uint32_t deepest = 0;
+    for (uint32_t c = 0; c < node->count; c++) {
+      uint32_t child = expr->children[node->first + c];
+      uint64_t child_total;
+      if (__builtin_mul_overflow(expr->length[child], expr->nodes[child].repeat, &child_total) ||
+          __builtin_add_overflow(length, child_total, &length)) {
+        free(depth);
+        return ms_error_set(MS_ERR_FORMAT, "the expression has more than 2^64 elements");
+      }
+      sum += (uint64_t)expr->sum[child] * expr->nodes[child].repeat;
+      if (depth[child] > deepest) deepest = depth[child];
+    }
+    expr->length[i] = length;
+    expr->sum[i] = (int64_t)sum;
+    depth[i] = deepest + 1;
+  }
+  expr->depth = depth[expr->root];
+  uint64_t total;
+  if (__builtin_mul_overflow(expr->length[expr->root], expr->nodes[expr->root].repeat, &total)) {
+    free(depth);
+    return ms_error_set(MS_ERR_FORMAT, "the expression has more than 2^64 elements");
+  }
+  expr->total = total;
+  free(depth);
+  expr->finished = 1;
+  return 0;
+}
+
+int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from) {
+  ms_psnap_expr_init(to);
+  for (uint32_t i = 0; i < from->node_count; i++) {
+    if (i == from->root) continue;
+    const ms_psnap_node *n = &from->nodes[i];
+    int64_t rc = n->count ? ms_psnap_expr_group(to, from->children + n->first, n->count, n->repeat)
+                          : ms_psnap_expr_leaf(to, n->value, n->repeat);
+    if (rc < 0) return (int)rc;
+  }
+  const ms_psnap_node *root = &from->nodes[from->root];
+  /* The root is always the last node (finish adds it), so ids are unchanged. */
+  return ms_psnap_expr_finish(to, from->children + root->first, root->count);
+}
+
+/* ---- text ---- */
+
+typedef struct text_buffer {
+  char *data;
+  size_t size, capacity;
+  int failed;
+} text_buffer;
+
+static void text_append(text_buffer *buffer, const char *text, size_t size) {
+  if (buffer->failed) return;
+  if (buffer->size + size + 1 > buffer->capacity) {
+    size_t next = buffer->capacity ? buffer->capacity * 2 : 256;
+    while (next < buffer->size + size + 1)
+      next *= 2;
+    char *bigger = realloc(buffer->data, next);
+    if (!bigger) {
+      buffer->failed = 1;
+      return;
+    }
+    buffer->data = bigger;
+    buffer->capacity = next;
+  }
+  memcpy(buffer->data + buffer->size, text, size);
+  buffer->size += size;
+  buffer->data[buffer->size] = 0;
+}
+
+static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kind kind,
+                       text_buffer *out) {
+  const ms_psnap_node *node = &expr->nodes[id];
+  char item[48];
+  int n;
+  if (node->count == 0 && id != expr->root) {
+    n = kind == MS_PSNAP_SITES ? snprintf(item, sizeof item, "s%" PRId64, node->value)
+                               : snprintf(item, sizeof item, "%+" PRId64, node->value);
+    text_append(out, item, (size_t)n);
+  } else {
+    if (id != expr->root) text_append(out, "(", 1);
+    for (uint32_t c = 0; c < node->count; c++) {
+      if (c) text_append(out, " ", 1);
+      print_node(expr, expr->children[node->first + c], kind, out);
+    }
+    if (id != expr->root) text_append(out, ")", 1);
+  }
+  if (node->repeat > 1) {
+    n = snprintf(item, sizeof item, "^%" PRIu64, node->repeat);
+    text_append(out, item, (size_t)n);
+  }
+}
+
+char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind) {
+  text_buffer buffer = {0};
+  text_append(&buffer, "", 0);
+  if (expr->finished) print_node(expr, expr->root, kind, &buffer);
+  if (buffer.failed) {
+    free(buffer.data);
+    return NULL;
+  }
+  return buffer.data;
+}
+
+int ms_psnap_expr_print(const ms_psnap_expr *expr, ms_psnap_expr_kind kind, FILE *out) {
+  char *text = ms_psnap_expr_string(expr, kind);
+  if (!text) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int rc = fputs(text, out) < 0 ? ms_error_set(MS_ERR_IO, "write failed: %m") : 0;
+  free(text);
+  return rc;
+}
+
+/* ---- parsing ---- */
+
+typedef struct parser {
+  const char *text, *end, *p;
+  ms_psnap_expr_kind kind;
+  const char *file;
+  unsigned line, column;
+  uint32_t *stack; /* node ids of the open sequences, one after the other */
+  uint32_t stack_size, stack_capacity;
+} parser;
+
+static int parse_error(const parser *ps, const char *what) {
+  return ms_error_set(MS_ERR_FORMAT, "%s:%u:%u: %s", ps->file, ps->line,
+                      ps->column + (unsigned)(ps->p - ps->text), what);
+}
+
+static int parse_unsigned(parser *ps, uint64_t *value) {
+  if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9') return parse_error(ps, "expected a number");
+  uint64_t v = 0;
+  const char *start = ps->p;
+  while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+    if (__builtin_mul_overflow(v, 10, &v) ||
+        __builtin_add_overflow(v, (uint64_t)(*ps->p - '0'), &v)) {
+      ps->p = start;
+      return parse_error(ps, "number overflows 64 bits");
+    }
+    ps->p++;
+  }
+  *value = v;
+  return 0;
+}
+
+static int parse_exponent(parser *ps, uint64_t *repeat) {
+  *repeat = 1;
+  if (ps->p < ps->end && *ps->p == '^') {
+    ps->p++;
+    int rc = parse_unsigned(ps, repeat);
+    if (rc < 0) return rc;
+    if (*repeat == 0) return parse_error(ps, "a repeat count is at least 1");
+  }
+  return 0;
+}
+
+static int push(parser *ps, uint32_t id) {
+  int rc = grow((void **)&ps->stack, &ps->stack_capacity, ps->stack_size + 1, sizeof *ps->stack);
+  if (rc < 0) return rc;
+  ps->stack[ps->stack_size++] = id;
+  return 0;
+}
+
+static int parse_leaf(parser *ps, int64_t *value) {
+  if (ps->kind == MS_PSNAP_SITES) {
+    if (*ps->p != 's') return parse_error(ps, "expected a site such as s3, '(' or ')'");
+    ps->p++;
+    uint64_t v;
+    int rc = parse_unsigned(ps, &v);
+    if (rc < 0) return rc;
+    if (v > UINT32_MAX) return parse_error(ps, "site number too large");
+    *value = (int64_t)v;
+    return 0;
+  }
+  if (*ps->p != '+' && *ps->p != '-')
+    return parse_error(ps, "expected a stride such as +16, '(' or ')'");
+  int negative = *ps->p == '-';
+  ps->p++;
+  uint64_t v;
+  int rc = parse_unsigned(ps, &v);
+  if (rc < 0) return rc;
+  if (v > (uint64_t)INT64_MAX + (negative ? 1u : 0u))
+    return parse_error(ps, "stride overflows 64 bits");
+  *value = negative ? (int64_t)(0 - v) : (int64_t)v;
+  return 0;
+}
+
+int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_psnap_expr_kind kind,
+                        const char *file, unsigned line, unsigned column) {
+  ms_psnap_expr_init(expr);
+  parser ps = {.text = text,
+               .end = text + size,
+               .p = text,
+               .kind = kind,
+               .file = file,
+               .line = line,
+               .column = column};
+  /* opens[k]: stack size when the k-th open group started, and its column */
+  uint32_t opens[64];
+  const char *open_at[64];
+  uint32_t open_count = 0;
+  int rc = 0;
+  while (rc == 0) {
+    while (ps.p < ps.end && (*ps.p == ' ' || *ps.p == '\t'))
+      ps.p++;
+    if (ps.p >= ps.end) break;
+    if (*ps.p == '(') {
+      if (open_count == 64) {
+        rc = parse_error(&ps, "groups nested more than 64 deep");
+        break;
+      }
+      open_at[open_count] = ps.p;
+      opens[open_count++] = ps.stack_size;
+      ps.p++;
+      continue;
+    }
+    if (*ps.p == ')') {
+      if (open_count == 0) {
+        rc = parse_error(&ps, "unbalanced ')'");
+        break;
+      }
+      uint32_t start = opens[--open_count];
+      if (start == ps.stack_size) {
+        rc = parse_error(&ps, "empty group '()'");
+        break;
+      }
+      ps.p++;
+      uint64_t repeat = 1;
+      if ((rc = parse_exponent(&ps, &repeat)) < 0) break;
+      int64_t id = ms_psnap_expr_group(expr, ps.stack + start, ps.stack_size - start, repeat);
+      if (id < 0) {
+        rc = (int)id;
+        break;
+      }
+      ps.stack_size = start;
+      rc = push(&ps, (uint32_t)id);
+    } else {
+      int64_t value = 0;
+      uint64_t repeat = 1;
+      if ((rc = parse_leaf(&ps, &value)) < 0 || (rc = parse_exponent(&ps, &repeat)) < 0) break;
+      int64_t id = ms_psnap_expr_leaf(expr, value, repeat);
+      if (id < 0) {
+        rc = (int)id;
+        break;
+      }
+      rc = push(&ps, (uint32_t)id);
+    }
+    if (rc == 0 && ps.p < ps.end && *ps.p != ' ' && *ps.p != '\t' && *ps.p != ')')
+      rc = parse_error(&ps, "expected a blank between items");
+  }
+  if (rc == 0 && open_count > 0) {
+    ps.p = open_at[open_count - 1];
+    rc = parse_error(&ps, "unbalanced '(' (never closed)");
+  }
+  if (rc == 0) {
+    rc = ms_psnap_expr_finish(expr, ps.stack, ps.stack_size);
+    if (rc < 0) {
+      ps.p = ps.text;
+      rc = parse_error(&ps, ms_error_message());
+    }
+  }
+  free(ps.stack);
+  if (rc < 0) ms_psnap_expr_free(expr);
+  return rc;
+}
+
+/* Per node: how often each value occurs in one iteration, as a sorted sparse list. */
+int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values) {
+  uint64_t *dense = calloc(values ? values : 1, sizeof *dense);
+  uint32_t *touched = malloc((values ? values : 1) * sizeof *touched);
+  expr->count_start = calloc(expr->node_count + 1, sizeof *expr->count_start);
+  uint32_t capacity = 0, used = 0;
+  int rc = 0;
+  if (!dense || !touched || !expr->count_start) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; rc == 0 && i < expr->node_count; i++) {
+    const ms_psnap_node *node = &expr->nodes[i];
+    uint32_t touched_count = 0;
+    if (node->count == 0 && i != expr->root) {
+      if (node->value < 0 || node->value >= (int64_t)values) {
+        rc = ms_error_set(MS_ERR_FORMAT, "site s%" PRId64 " is not in the profile", node->value);
+        break;
+      }
+      touched[touched_count++] = (uint32_t)node->value;
+      dense[node->value] = 1;
+    } else {
+      for (uint32_t c = 0; c < node->count; c++) {
+        uint32_t child = expr->children[node->first + c];
+        for (uint32_t k = expr->count_start[child]; k < expr->count_start[child + 1]; k++) {
+          uint32_t v = expr->count_value[k];
+          if (dense[v] == 0) touched[touched_count++] = v;
+          dense[v] += expr->count_times[k] * expr->nodes[child].repeat;
+        }
+      }
+    }
+    if ((rc = grow((void **)&expr->count_value, &capacity, used + touched_count,
+                   sizeof *expr->count_value)) < 0)
+      break;
+    uint32_t capacity2 = capacity;
+    uint64_t *times = realloc(expr->count_times, (size_t)capacity2 * sizeof *times);
+    if (!times) {
+      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+      break;
+    }
+    expr->count_times = times;
+    for (uint32_t k = 0; k < touched_count; k++) {
+      expr->count_value[used] = touched[k];
+      expr->count_times[used++] = dense[touched[k]];
+      dense[touched[k]] = 0;
+    }
+    expr->count_start[i + 1] = used;
+  }
+  free(dense);
+  free(touched);
+  return rc;
+}
+
+/* ---- cursor ---- */
+
+int ms_psnap_cursor_init(ms_psnap_cursor *cursor, const ms_psnap_expr *expr, int cyclic) {
+  memset(cursor, 0, sizeof *cursor);
+  cursor->expr = expr;
+  cursor->cyclic = cyclic;
+  cursor->stack = malloc((expr->depth + 1) * sizeof *cursor->stack);
+  if (!cursor->stack) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  ms_psnap_cursor_rewind(cursor);
+  return 0;
+}
+
+void ms_psnap_cursor_free(ms_psnap_cursor *cursor) {
+  free(cursor->stack);
+  cursor->stack = NULL;
+}
+
+void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor) {
+  cursor->stack[0] = (ms_psnap_frame){.node = cursor->expr->root};
+  cursor->depth = 1;
+  cursor->leaf_left = 0;
+}
+
+int ms_psnap_cursor_advance(ms_psnap_cursor *cursor) {
+  const ms_psnap_expr *expr = cursor->expr;
+  if (expr->total == 0) {
+    if (!cursor->cyclic) return 0;
+    cursor->value = 0;
+    cursor->leaf_left = UINT64_MAX;
+    return 1;
+  }
+  for (;;) {
+    if (cursor->depth == 0) {
+      if (!cursor->cyclic) return 0;
+      ms_psnap_cursor_rewind(cursor);
+    }
+    ms_psnap_frame *top = &cursor->stack[cursor->depth - 1];
+    const ms_psnap_node *group = &expr->nodes[top->node];
+    if (top->child < group->count) {
+      uint32_t id = expr->children[group->first + top->child++];
+      const ms_psnap_node *node = &expr->nodes[id];
+      if (node->count == 0) {
+        cursor->value = node->value;
+        cursor->leaf_left = node->repeat;
+        return 1;
+      }
+      cursor->stack[cursor->depth++] = (ms_psnap_frame){.node = id};
+      continue;
+    }
+    if (++top->iteration < group->repeat) {
+      top->child = 0;
+      continue;
+    }
+    cursor->depth--;
+  }
+}
+
+static void add_counts(const ms_psnap_expr *expr, uint32_t node, uint64_t times,
+                       uint64_t *value_counts) {
+  if (!value_counts || times == 0) return;
+  for (uint32_t k = expr->count_start[node]; k < expr->count_start[node + 1]; k++)
+    value_counts[expr->count_value[k]] += expr->count_times[k] * times;
+}
+
+int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *value_counts) {
+  return ms_psnap_cursor_seek_weighted(cursor, index, NULL, value_counts);
+}
+
+int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
+                                      const uint64_t *weight, uint64_t *value_counts) {
+  const ms_psnap_expr *expr = cursor->expr;
+  const uint64_t *length = weight ? weight : expr->length;
+  uint64_t total = weight ? weight[expr->root] : expr->total;
+  ms_psnap_cursor_rewind(cursor);
+  uint64_t sum = 0;
+  if (total == 0) {
+    if (!cursor->cyclic) cursor->depth = 0;
+    return 0;
+  }
+  if (index >= total) {
+    uint64_t cycles = index / total;
+    if (!cursor->cyclic) {
+      cursor->depth = 0;
+      add_counts(expr, expr->root, 1, value_counts);
+      return (int64_t)expr->sum[expr->root];
+    }
+    sum += cycles * (uint64_t)expr->sum[expr->root];
+    add_counts(expr, expr->root, cycles, value_counts);
+    index -= cycles * total;
+  }
+  /* Invariant: the top frame's group is entered, `index` elements remain to skip in it. */
+  for (;;) {
+    ms_psnap_frame *top = &cursor->stack[cursor->depth - 1];
+    const ms_psnap_node *group = &expr->nodes[top->node];
+    uint64_t skip = index / length[top->node];
+    top->iteration = skip;
+    sum += skip * (uint64_t)expr->sum[top->node];
+    add_counts(expr, top->node, skip, value_counts);
+    index -= skip * length[top->node];
+    if (index == 0) return (int64_t)sum; /* at the start of an iteration: child 0 */
+    for (top->child = 0;; top->child++) {
+      uint32_t id = expr->children[group->first + top->child];
+      const ms_psnap_node *node = &expr->nodes[id];
+      uint64_t child_total = length[id] * node->repeat;
+      if (index >= child_total) {
+        index -= child_total;
+        sum += node->repeat * (uint64_t)expr->sum[id];
+        add_counts(expr, id, node->repeat, value_counts);
+        continue;
+      }
+      top->child++;
+      if (node->count == 0) {
+        cursor->value = node->value;
+        cursor->leaf_left = node->repeat - index;
+        sum += index * (uint64_t)node->value;
+        add_counts(expr, id, index, value_counts);
+        return (int64_t)sum;
+      }
+      cursor->stack[cursor->depth++] = (ms_psnap_frame){.node = id};
+      break;
+    }
+  }
+}
+
+uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask) {
+  uint64_t *weight = malloc((expr->node_count ? expr->node_count : 1) * sizeof *weight);
+  if (!weight) return NULL;
+  for (uint32_t i = 0; i < expr->node_count; i++) {
+    const ms_psnap_node *node = &expr->nodes[i];
+    if (node->count == 0 && i != expr->root) {
+      weight[i] = mask[node->value] ? 1 : 0;
+      continue;
+    }
+    weight[i] = 0;
+    for (uint32_t c = 0; c < node->count; c++) {
+      uint32_t child = expr->children[node->first + c];
+      weight[i] += weight[child] * expr->nodes[child].repeat;
+    }
+  }
+  return weight;
+}

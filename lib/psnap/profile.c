@@ -1,0 +1,789 @@
+/* The .psnap text format: writing and parsing (docs/formats.md, "The .psnap profile").
+ *
+ * Line-oriented: a header of `key value` lines, one block per site (`site N` then
+ * indented `key value` lines), then one block per thread with its order. The writer
+ * emits every field in a fixed order, so text -> parse -> text gives identical bytes.
+ * The parser accepts any blanks before a key, names file:line:column on every error,
+ * and checks what replay relies on: site numbers dense and in order, every site of an
+ * order known and of that thread, each site's count equal to its uses in the order.
+ * Exact addresses of --lossless sites: zigzag varint deltas, zstd, base64, one line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "memsnap/error.h"
+#include "memsnap/output.h"
+#include "memsnap/psnap.h"
+
+#define PSNAP_MAGIC "psnap 1"
+
+void ms_psnap_profile_free(ms_psnap_profile *profile) {
+  for (uint32_t i = 0; i < profile->site_count; i++) {
+    ms_psnap_expr_free(&profile->sites[i].pattern);
+    free(profile->sites[i].addresses);
+  }
+  free(profile->sites);
+  for (uint32_t t = 0; t < profile->thread_count; t++) {
+    ms_psnap_thread_order *order = &profile->threads[t];
+    ms_psnap_expr_free(&order->order);
+    free(order->transition_from);
+    free(order->transition_to);
+    free(order->transition_times);
+  }
+  free(profile->threads);
+  free(profile->selection);
+  ms_stream_info_clear(&profile->info);
+  memset(profile, 0, sizeof *profile);
+}
+
+/* ---- writing ---- */
+
+static void write_quoted(FILE *out, const char *text) {
+  fputc('"', out);
+  for (const char *p = text; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fputc('\\', out), fputc(*p, out);
+    else if (*p == '\n')
+      fputs("\\n", out);
+    else if (*p == '\t')
+      fputs("\\t", out);
+    else
+      fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+static const char base64_digits[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int write_addresses(FILE *out, const uint64_t *addresses, uint64_t count) {
+  size_t raw_capacity = (size_t)count * 10 + 16, raw_size = 0;
+  uint8_t *raw = malloc(raw_capacity);
+  if (!raw) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  uint64_t previous = 0;
+  for (uint64_t i = 0; i < count; i++) {
+    int64_t delta = (int64_t)(addresses[i] - previous);
+    uint64_t zigzag = ((uint64_t)delta << 1) ^ (0 - ((uint64_t)delta >> 63));
+    previous = addresses[i];
+    do {
+      raw[raw_size++] = (uint8_t)((zigzag & 0x7f) | (zigzag > 0x7f ? 0x80 : 0));
+      zigzag >>= 7;
+    } while (zigzag);
+  }
+  size_t bound = ZSTD_compressBound(raw_size);
+  uint8_t *packed = malloc(bound);
+  if (!packed) {
+    free(raw);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  size_t packed_size = ZSTD_compress(packed, bound, raw, raw_size, 19);
+  free(raw);
+  if (ZSTD_isError(packed_size)) {
+    free(packed);
+    return ms_error_set(MS_ERR_NOMEM, "zstd: %s", ZSTD_getErrorName(packed_size));
+  }
+  fputs("  addresses zstd ", out);
+  for (size_t i = 0; i < packed_size; i += 3) {
+    uint32_t v = (uint32_t)packed[i] << 16;
+    if (i + 1 < packed_size) v |= (uint32_t)packed[i + 1] << 8;
+    if (i + 2 < packed_size) v |= packed[i + 2];
+    char chunk[4] = {base64_digits[v >> 18], base64_digits[(v >> 12) & 63],
+                     i + 1 < packed_size ? base64_digits[(v >> 6) & 63] : '=',
+                     i + 2 < packed_size ? base64_digits[v & 63] : '='};
+    fwrite(chunk, 1, 4, out);
+  }
+  fputc('\n', out);
+  free(packed);
+  return 0;
+}
+
+static int write_site(const ms_psnap_profile *profile, uint32_t id, FILE *out) {
+  const ms_psnap_site *site = &profile->sites[id];
+  const ms_site *where = ms_site_table_get(profile->info.sites, site->trace_site);
+  fprintf(out, "\nsite %" PRIu32 "\n", id);
+  if (where && where->function) fprintf(out, "  function %s\n", where->function);
+  if (where && where->file) fprintf(out, "  line %s:%" PRIu32 "\n", where->file, where->line);
+  if (where) fprintf(out, "  pc 0x%" PRIx64 "\n", where->pc);
+  fprintf(out, "  thread %u\n  kind %s\n  size %u\n  count %" PRIu64 "\n  first 0x%" PRIx64 "\n",
+          site->thread, ms_access_kind_name((ms_access_kind)site->kind), site->size, site->count,
+          site->first_address);
+  fprintf(out, "  class %s\n", ms_stride_class_name(site->cls));
+  if (site->addresses) {
+    fputs("  stored lossless\n", out);
+    return write_addresses(out, site->addresses, site->count);
+  }
+  if (site->lossy) {
+    fprintf(out, "  stored lossy\n  range 0x%" PRIx64 " 0x%" PRIx64 "\n  alignment %" PRIu64 "\n",
+            site->low, site->high, site->alignment);
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++) {
+      fputs("  histogram", out);
+      for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        fprintf(out, " %" PRIu64, site->histogram[g][b]);
+      fputc('\n', out);
+    }
+    return 0;
+  }
+  fputs(site->pattern.total ? "  stored exact\n  pattern " : "  stored exact\n  pattern", out);
+  int rc = ms_psnap_expr_print(&site->pattern, MS_PSNAP_STRIDES, out);
+  fputc('\n', out);
+  return rc;
+}
+
+int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
+  const ms_stream_info *info = &profile->info;
+  fputs(PSNAP_MAGIC "\n# memsnap PSnAP profile: sites (first address + stride pattern), then the\n"
+                    "# order of sites per thread. `memsnap replay` regenerates the accesses.\n",
+        out);
+  if (info->program) {
+    fputs("program ", out);
+    write_quoted(out, info->program);
+    fputc('\n', out);
+  }
+  for (int i = 0; i < info->argc; i++) {
+    fputs("argument ", out);
+    write_quoted(out, info->argv[i]);
+    fputc('\n', out);
+  }
+  if (info->arch) fprintf(out, "arch %s\n", info->arch);
+  if (info->capture) fprintf(out, "capture %s\n", info->capture);
+  if (info->flags & MS_STREAM_SAMPLED)
+    fprintf(out, "sampling on %" PRIu64 " off %" PRIu64 "\n", info->sample_on, info->sample_off);
+  else
+    fputs("sampling none\n", out);
+  fprintf(out, "selection %s\naccesses %" PRIu64 "\nsites %" PRIu32 "\nthreads %" PRIu32 "\n",
+          profile->selection ? profile->selection : "all", profile->access_count,
+          profile->site_count, profile->thread_count);
+  for (uint32_t i = 0; i < profile->site_count; i++) {
+    int rc = write_site(profile, i, out);
+    if (rc < 0) return rc;
+  }
+  for (uint32_t t = 0; t < profile->thread_count; t++) {
+    const ms_psnap_thread_order *order = &profile->threads[t];
+    fprintf(out, "\nthread %" PRIu32 "\n  accesses %" PRIu64 "\n", t, order->accesses);
+    if (!order->lossy) {
+      fputs(order->order.total ? "  order " : "  order", out);
+      int rc = ms_psnap_expr_print(&order->order, MS_PSNAP_SITES, out);
+      if (rc < 0) return rc;
+      fputc('\n', out);
+      continue;
+    }
+    fprintf(out, "  order lossy\n  start s%" PRIu32 "\n", order->first_site);
+    for (uint32_t k = 0; k < order->transition_count; k++)
+      fprintf(out, "  path s%" PRIu32 " s%" PRIu32 " %" PRIu64 "\n", order->transition_from[k],
+              order->transition_to[k], order->transition_times[k]);
+  }
+  return ferror(out) ? ms_error_set(MS_ERR_IO, "write failed: %m") : 0;
+}
+
+int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path) {
+  ms_output output;
+  int rc = ms_output_open(&output, path);
+  if (rc < 0) return rc;
+  rc = ms_psnap_profile_write(profile, output.file);
+  if (rc < 0) {
+    ms_output_abort(&output);
+    return rc;
+  }
+  return ms_output_commit(&output);
+}
+
+/* ---- parsing ---- */
+
+typedef struct reader {
+  const char *name;
+  const char *line, *end, *p; /* current line [line, end), position p */
+  unsigned number;
+  const char *next, *text_end;
+} reader;
+
+static int read_error(const reader *r, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+static int read_error(const reader *r, const char *format, ...) {
+  char message[256];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  return ms_error_set(MS_ERR_FORMAT, "%s:%u:%u: %s", r->name, r->number,
+                      (unsigned)(r->p - r->line) + 1, message);
+}
+
+/* Next line that is not blank or a comment; 0 at the end. */
+static int next_line(reader *r) {
+  while (r->next < r->text_end) {
+    r->line = r->next;
+    const char *newline = memchr(r->line, '\n', (size_t)(r->text_end - r->line));
+    r->end = newline ? newline : r->text_end;
+    r->next = newline ? newline + 1 : r->text_end;
+    r->number++;
+    r->p = r->line;
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\t'))
+      r->p++;
+    if (r->p < r->end && *r->p != '#') return 1;
+  }
+  r->line = r->p = r->end = r->text_end;
+  return 0;
+}
+
+static int key_is(reader *r, const char *key) {
+  size_t n = strlen(key);
+  if ((size_t)(r->end - r->p) < n || memcmp(r->p, key, n) != 0) return 0;
+  if (r->p + n < r->end && r->p[n] != ' ') return 0;
+  r->p += n;
+  while (r->p < r->end && *r->p == ' ')
+    r->p++;
+  return 1;
+}
+
+static int read_unsigned(reader *r, int base, uint64_t *value) {
+  const char *start = r->p;
+  if (base == 16) {
+    if (r->end - r->p < 3 || r->p[0] != '0' || r->p[1] != 'x')
+      return read_error(r, "expected a hexadecimal number 0x...");
+    r->p += 2;
+  }
+  uint64_t v = 0;
+  int digits = 0;
+  for (; r->p < r->end; r->p++, digits++) {
+    int d;
+    char c = *r->p;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (base == 16 && (c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+      d = (c | 0x20) - 'a' + 10;
+    else
+      break;
+    if (__builtin_mul_overflow(v, (uint64_t)base, &v) ||
+        __builtin_add_overflow(v, (uint64_t)d, &v)) {
+      r->p = start;
+      return read_error(r, "number overflows 64 bits");
+    }
+  }
+  if (!digits) return read_error(r, "expected a number");
+  *value = v;
+  while (r->p < r->end && *r->p == ' ')
+    r->p++;
+  return 0;
+}
+
+static int read_end(reader *r) {
+  if (r->p != r->end) return read_error(r, "unexpected text at the end of the line");
+  return 0;
+}
+
+static int read_number_line(reader *r, int base, uint64_t *value) {
+  int rc = read_unsigned(r, base, value);
+  return rc < 0 ? rc : read_end(r);
+}
+
+static int read_quoted(reader *r, char **out) {
+  if (r->p >= r->end || *r->p != '"') return read_error(r, "expected a quoted string");
+  char *text = malloc((size_t)(r->end - r->p) + 1), *q = text;
+  if (!text) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (r->p++; r->p < r->end && *r->p != '"'; r->p++) {
+    if (*r->p == '\\' && r->p + 1 < r->end) {
+      r->p++;
+      *q++ = *r->p == 'n' ? '\n' : *r->p == 't' ? '\t' : *r->p;
+    } else
+      *q++ = *r->p;
+  }
+  *q = 0;
+  if (r->p >= r->end) {
+    free(text);
+    return read_error(r, "unterminated string");
+  }
+  r->p++;
+  int rc = read_end(r);
+  if (rc < 0)
+    free(text);
+  else
+    *out = text;
+  return rc;
+}
+
+static char *copy_rest(reader *r) {
+  size_t n = (size_t)(r->end - r->p);
+  char *text = malloc(n + 1);
+  if (text) memcpy(text, r->p, n), text[n] = 0;
+  r->p = r->end;
+  return text;
+}
+
+static int decode_base64(reader *r, uint8_t **out, size_t *size) {
+  size_t n = (size_t)(r->end - r->p);
+  if (n % 4) return read_error(r, "base64 text of a length not a multiple of 4");
+  uint8_t *bytes = malloc(n / 4 * 3 + 1);
+  if (!bytes) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  size_t k = 0;
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (int j = 0; j < 4; j++) {
+      char c = r->p[i + j];
+      const char *d = c && c != '=' ? strchr(base64_digits, c) : NULL;
+      if (c == '=' && i + 4 == n && j >= 2) {
+        pad++;
+        v <<= 6;
+        continue;
+      }
+      if (!d || pad) {
+        r->p += i + j;
+        free(bytes);
+        return read_error(r, "bad base64 character");
+      }
+      v = v << 6 | (uint32_t)(d - base64_digits);
+    }
+    bytes[k++] = (uint8_t)(v >> 16);
+    if (pad < 2) bytes[k++] = (uint8_t)(v >> 8);
+    if (pad < 1) bytes[k++] = (uint8_t)v;
+  }
+  r->p = r->end;
+  *out = bytes;
+  *size = k;
+  return 0;
+}
+
+static int read_addresses(reader *r, ms_psnap_site *site) {
+  if (!key_is(r, "zstd")) return read_error(r, "expected 'zstd' and the compressed addresses");
+  uint8_t *packed = NULL;
+  size_t packed_size = 0;
+  const char *start = r->p;
+  int rc = decode_base64(r, &packed, &packed_size);
+  if (rc < 0) return rc;
+  unsigned long long raw_size = ZSTD_getFrameContentSize(packed, packed_size);
+  if (raw_size == ZSTD_CONTENTSIZE_ERROR || raw_size == ZSTD_CONTENTSIZE_UNKNOWN ||
+      raw_size > (unsigned long long)site->count * 10 + 16 || raw_size < site->count ||
+      raw_size > (1ull << 28)) {
+    free(packed);
+    r->p = start;
+    return read_error(r, "compressed addresses are corrupt");
+  }
+  uint8_t *raw = malloc(raw_size + 1);
+  site->addresses = malloc((site->count ? site->count : 1) * sizeof *site->addresses);
+  if (!raw || !site->addresses) {
+    free(packed), free(raw);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  size_t got = ZSTD_decompress(raw, raw_size, packed, packed_size);
+  free(packed);
+  uint64_t previous = 0, i = 0;
+  size_t k = 0;
+  if (!ZSTD_isError(got) && got == raw_size) {
+    for (; i < site->count && k < got; i++) {
+      uint64_t zigzag = 0;
+      int shift = 0;
+      while (k < got && shift < 64) {
+        uint8_t byte = raw[k++];
+        zigzag |= (uint64_t)(byte & 0x7f) << shift;
+        shift += 7;
+        if (!(byte & 0x80)) break;
+      }
+      previous += (zigzag >> 1) ^ (0 - (zigzag & 1));
+      site->addresses[i] = previous;
+    }
+  }
+  free(raw);
+  if (i != site->count || k != got || (site->count && site->addresses[0] != site->first_address)) {
+    r->p = start;
+    return read_error(r, "compressed addresses do not match the site's count and first address");
+  }
+  return 0;
+}
+
+static int add_location(ms_psnap_profile *profile, const char *function, const char *file,
+                        uint32_t line, uint64_t pc) {
+  int64_t id = ms_site_table_add(profile->info.sites, pc, NULL, function, file, line);
+  return id < 0 ? (int)id : 0;
+}
+
+static int read_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
+  ms_psnap_site *site = &profile->sites[id];
+  char *function = NULL, *file = NULL;
+  uint64_t line = 0, pc = 0, value;
+  int rc = 0, have_count = 0, have_first = 0, stored = -1, have_pattern = 0, histograms = 0;
+  site->cls = MS_STRIDE_UNDESIGNATED;
+  ms_psnap_expr_init(&site->pattern);
+  site->size = 0;
+  while (rc == 0 && next_line(r)) {
+    if (r->p == r->line) break; /* an unindented line starts the next block */
+    if (key_is(r, "function")) {
+      free(function);
+      if (!(function = copy_rest(r))) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+    } else if (key_is(r, "line")) {
+      const char *colon = NULL;
+      for (const char *q = r->p; q < r->end; q++)
+        if (*q == ':') colon = q;
+      if (!colon)
+        rc = read_error(r, "expected FILE:LINE");
+      else {
+        free(file);
+        file = strndup(r->p, (size_t)(colon - r->p));
+        r->p = colon + 1;
+        rc = read_number_line(r, 10, &line);
+        if (rc == 0 && line > UINT32_MAX) rc = read_error(r, "line number too large");
+      }
+    } else if (key_is(r, "pc"))
+      rc = read_number_line(r, 16, &pc);
+    else if (key_is(r, "thread")) {
+      if ((rc = read_number_line(r, 10, &value)) == 0 && value > UINT16_MAX)
+        rc = read_error(r, "thread number too large");
+      site->thread = (uint16_t)value;
+    } else if (key_is(r, "kind")) {
+      char *kind = copy_rest(r);
+      int k = kind ? ms_access_kind_parse(kind) : -1;
+      free(kind);
+      if (k < 0) r->p = r->line, rc = read_error(r, "kind is load, store or modify");
+      site->kind = (uint8_t)k;
+    } else if (key_is(r, "size")) {
+      if ((rc = read_number_line(r, 10, &value)) == 0 && (value == 0 || value > 255))
+        rc = read_error(r, "size is 1 to 255 bytes");
+      site->size = (uint8_t)value;
+    } else if (key_is(r, "count")) {
+      rc = read_number_line(r, 10, &site->count);
+      have_count = 1;
+    } else if (key_is(r, "first")) {
+      rc = read_number_line(r, 16, &site->first_address);
+      have_first = 1;
+    } else if (key_is(r, "class")) {
+      char *name = copy_rest(r);
+      int cls = name ? ms_stride_class_parse(name) : -1;
+      free(name);
+      if (cls < 0) r->p = r->line, rc = read_error(r, "unknown class");
+      site->cls = (ms_stride_class)cls;
+    } else if (key_is(r, "stored")) {
+      if (key_is(r, "exact"))
+        stored = 0;
+      else if (key_is(r, "lossy"))
+        stored = 1, site->lossy = 1;
+      else if (key_is(r, "lossless"))
+        stored = 2;
+      else
+        rc = read_error(r, "stored is exact, lossy or lossless");
+      if (rc == 0) rc = read_end(r);
+    } else if (key_is(r, "pattern")) {
+      ms_psnap_expr_free(&site->pattern);
+      rc = ms_psnap_expr_parse(&site->pattern, r->p, (size_t)(r->end - r->p), MS_PSNAP_STRIDES,
+                               r->name, r->number, (unsigned)(r->p - r->line) + 1);
+      have_pattern = rc == 0;
+    } else if (key_is(r, "range")) {
+      if ((rc = read_unsigned(r, 16, &site->low)) == 0) rc = read_number_line(r, 16, &site->high);
+    } else if (key_is(r, "alignment")) {
+      if ((rc = read_number_line(r, 10, &site->alignment)) == 0 && site->alignment == 0)
+        rc = read_error(r, "alignment is at least 1");
+    } else if (key_is(r, "histogram")) {
+      if (histograms == MS_PSNAP_SEGMENTS)
+        rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
+      for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
+      histograms++;
+      if (rc == 0) rc = read_end(r);
+    } else if (key_is(r, "addresses")) {
+      if (!have_count || !have_first)
+        rc = read_error(r, "addresses before count and first");
+      else
+        rc = read_addresses(r, site);
+    } else
+      rc = read_error(r, "unknown key in a site block");
+  }
+  if (rc == 0) {
+    if (!have_count || !have_first || !site->size || stored < 0)
+      rc = read_error(r, "site %u lacks one of thread, kind, size, count, first, stored", id);
+    else if (stored == 0 && !have_pattern)
+      rc = read_error(r, "exact site %u has no pattern", id);
+    else if (stored == 1 &&
+             (site->alignment == 0 || site->high < site->low || histograms != MS_PSNAP_SEGMENTS))
+      rc = read_error(r, "lossy site %u needs range (low <= high), alignment and %d histograms", id,
+                      MS_PSNAP_SEGMENTS);
+    else if (stored == 2 && !site->addresses)
+      rc = read_error(r, "lossless site %u has no addresses", id);
+    else if (stored != 0 && !have_pattern)
+      rc = ms_psnap_expr_finish(&site->pattern, NULL, 0);
+  }
+  if (rc == 0) {
+    site->trace_site = id;
+    rc = add_location(profile, function, file, (uint32_t)line, pc);
+  }
+  free(function);
+  free(file);
+  return rc;
+}
+
+static int read_transition(reader *r, ms_psnap_thread_order *order, uint32_t *capacity) {
+  uint64_t from = 0, to = 0, times = 0;
+  if (r->p >= r->end || *r->p != 's') return read_error(r, "expected a site such as s3");
+  r->p++;
+  int rc = read_unsigned(r, 10, &from);
+  if (rc == 0 && (r->p >= r->end || *r->p != 's')) rc = read_error(r, "expected a site such as s3");
+  if (rc == 0) r->p++, rc = read_unsigned(r, 10, &to);
+  if (rc == 0) rc = read_number_line(r, 10, &times);
+  if (rc < 0) return rc;
+  if (from > UINT32_MAX || to > UINT32_MAX) return read_error(r, "site number too large");
+  if (order->transition_count == *capacity) {
+    *capacity = *capacity ? *capacity * 2 : 64;
+    uint32_t *f = realloc(order->transition_from, *capacity * sizeof *f);
+    if (f) order->transition_from = f;
+    uint32_t *t = realloc(order->transition_to, *capacity * sizeof *t);
+    if (t) order->transition_to = t;
+    uint64_t *n = realloc(order->transition_times, *capacity * sizeof *n);
+    if (n) order->transition_times = n;
+    if (!f || !t || !n) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  order->transition_from[order->transition_count] = (uint32_t)from;
+  order->transition_to[order->transition_count] = (uint32_t)to;
+  order->transition_times[order->transition_count++] = times;
+  return 0;
+}
+
+static int read_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
+  ms_psnap_thread_order *order = &profile->threads[t];
+  int rc = 0, have_order = 0;
+  uint32_t capacity = 0;
+  unsigned order_line = r->number;
+  ms_psnap_expr_init(&order->order);
+  while (rc == 0 && next_line(r)) {
+    if (r->p == r->line) break;
+    if (key_is(r, "accesses"))
+      rc = read_number_line(r, 10, &order->accesses);
+    else if (key_is(r, "order")) {
+      order_line = r->number;
+      ms_psnap_expr_free(&order->order);
+      order->lossy = 0;
+      if (key_is(r, "lossy")) {
+        order->lossy = 1;
+        rc = read_end(r);
+      } else
+        rc = ms_psnap_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_PSNAP_SITES,
+                                 r->name, r->number, (unsigned)(r->p - r->line) + 1);
+      have_order = rc == 0;
+    } else if (key_is(r, "start") && r->p < r->end && *r->p == 's') {
+      uint64_t first;
+      r->p++;
+      if ((rc = read_number_line(r, 10, &first)) == 0) order->first_site = (uint32_t)first;
+    } else if (key_is(r, "path"))
+      rc = read_transition(r, order, &capacity);
+    else
+      rc = read_error(r, "unknown key in a thread block");
+  }
+  if (rc < 0) return rc;
+  if (!have_order) return read_error(r, "thread %u has no order", t);
+  if (order->lossy && ms_psnap_expr_finish(&order->order, NULL, 0) < 0) return MS_ERR_NOMEM;
+  /* Every site of the order exists, belongs to this thread, and is used `count` times. */
+  uint64_t *uses = calloc(profile->site_count + 1, sizeof *uses);
+  if (!uses) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!order->lossy) {
+    rc = ms_psnap_expr_index_values(&order->order, profile->site_count);
+    if (rc == 0) {
+      const ms_psnap_expr *e = &order->order;
+      for (uint32_t k = e->count_start[e->root]; k < e->count_start[e->root + 1]; k++)
+        uses[e->count_value[k]] = e->count_times[k];
+    }
+  } else {
+    for (uint32_t k = 0; rc == 0 && k < order->transition_count; k++) {
+      if (order->transition_to[k] >= profile->site_count ||
+          order->transition_from[k] >= profile->site_count)
+        rc = ms_error_set(MS_ERR_FORMAT, "site s%u is not in the profile",
+                          order->transition_to[k] >= profile->site_count
+                              ? order->transition_to[k]
+                              : order->transition_from[k]);
+      else
+        uses[order->transition_to[k]] += order->transition_times[k];
+    }
+    if (rc == 0 && order->first_site >= profile->site_count)
+      rc = ms_error_set(MS_ERR_FORMAT, "site s%u is not in the profile", order->first_site);
+    else if (rc == 0 && order->accesses)
+      uses[order->first_site]++;
+  }
+  uint64_t total = 0;
+  for (uint32_t s = 0; rc == 0 && s < profile->site_count; s++) {
+    const ms_psnap_site *site = &profile->sites[s];
+    uint64_t expected = site->thread == t ? site->count : 0;
+    if (uses[s] != expected)
+      rc = ms_error_set(MS_ERR_FORMAT,
+                        "the order of thread %u uses site s%u %" PRIu64
+                        " times, its count is %" PRIu64,
+                        t, s, uses[s], expected);
+    total += uses[s];
+  }
+  if (rc == 0 && total != order->accesses)
+    rc = ms_error_set(MS_ERR_FORMAT,
+                      "thread %u: %" PRIu64 " accesses in the order, %" PRIu64 " declared", t,
+                      total, order->accesses);
+  free(uses);
+  if (rc < 0) {
+    char message[512];
+    snprintf(message, sizeof message, "%s", ms_error_message());
+    return ms_error_set(MS_ERR_FORMAT, "%s:%u: %s", r->name, order_line,
+                        strncmp(message, r->name, strlen(r->name)) ? message
+                                                                   : message + strlen(r->name) + 1);
+  }
+  return 0;
+}
+
+static int read_header(reader *r, ms_psnap_profile *profile) {
+  ms_stream_info *info = &profile->info;
+  uint64_t value;
+  int rc = 0, have_sites = 0, have_threads = 0;
+  while (rc == 0 && next_line(r)) {
+    if (key_is(r, "site") || key_is(r, "thread")) {
+      r->p = r->line;
+      break;
+    }
+    if (key_is(r, "program")) {
+      free(info->program);
+      info->program = NULL;
+      rc = read_quoted(r, &info->program);
+    } else if (key_is(r, "argument")) {
+      char **argv = realloc(info->argv, ((size_t)info->argc + 2) * sizeof *argv);
+      if (!argv) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      info->argv = argv;
+      argv[info->argc + 1] = NULL;
+      if ((rc = read_quoted(r, &argv[info->argc])) == 0) info->argc++;
+    } else if (key_is(r, "arch")) {
+      free(info->arch);
+      if (!(info->arch = copy_rest(r))) rc = MS_ERR_NOMEM;
+    } else if (key_is(r, "capture")) {
+      free(info->capture);
+      if (!(info->capture = copy_rest(r))) rc = MS_ERR_NOMEM;
+    } else if (key_is(r, "sampling")) {
+      if (key_is(r, "none"))
+        rc = read_end(r);
+      else if (key_is(r, "on") && (rc = read_unsigned(r, 10, &info->sample_on)) == 0) {
+        info->flags |= MS_STREAM_SAMPLED;
+        rc = key_is(r, "off") ? read_number_line(r, 10, &info->sample_off)
+                              : read_error(r, "expected 'off N'");
+      } else if (rc == 0)
+        rc = read_error(r, "sampling is none or on N off M");
+    } else if (key_is(r, "selection")) {
+      free(profile->selection);
+      if (!(profile->selection = copy_rest(r))) rc = MS_ERR_NOMEM;
+    } else if (key_is(r, "accesses"))
+      rc = read_number_line(r, 10, &profile->access_count);
+    else if (key_is(r, "sites")) {
+      if ((rc = read_number_line(r, 10, &value)) == 0 && value > (1u << 24))
+        rc = read_error(r, "too many sites");
+      profile->site_count = (uint32_t)value;
+      have_sites = 1;
+    } else if (key_is(r, "threads")) {
+      if ((rc = read_number_line(r, 10, &value)) == 0 && value > UINT16_MAX + 1u)
+        rc = read_error(r, "too many threads");
+      profile->thread_count = (uint32_t)value;
+      have_threads = 1;
+    } else
+      rc = read_error(r, "unknown key in the header");
+  }
+  if (rc == 0 && (!have_sites || !have_threads))
+    rc = read_error(r, "the header lacks 'sites' or 'threads'");
+  return rc;
+}
+
+int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out) {
+  memset(out, 0, sizeof *out);
+  reader r = {.name = name, .next = text, .text_end = text + size};
+  r.line = r.p = r.end = text;
+  size_t magic = strlen(PSNAP_MAGIC);
+  if (size < magic || memcmp(text, PSNAP_MAGIC, magic) != 0 ||
+      (size > magic && text[magic] != '\n'))
+    return ms_error_set(MS_ERR_FORMAT, "%s:1:1: not a memsnap profile (expected '%s')", name,
+                        PSNAP_MAGIC);
+  if (memchr(text, 0, size)) return ms_error_set(MS_ERR_FORMAT, "%s: contains a NUL byte", name);
+  next_line(&r);
+  out->info.sites = ms_site_table_new();
+  if (!out->info.sites) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  out->info.exit_status = -1;
+  int rc = read_header(&r, out);
+  if (rc == 0) {
+    /* sites grow as their blocks are read: the header's count alone allocates nothing */
+    out->sites = calloc(1, sizeof *out->sites);
+    out->threads = calloc(out->thread_count ? out->thread_count : 1, sizeof *out->threads);
+    if (!out->sites || !out->threads) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  uint32_t sites_read = 0, capacity = 1;
+  for (uint32_t i = 0; rc == 0 && i < out->site_count; i++) {
+    uint64_t id;
+    if (i == capacity) {
+      ms_psnap_site *bigger = realloc(out->sites, 2 * (size_t)capacity * sizeof *bigger);
+      if (!bigger) {
+        rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+        break;
+      }
+      memset(bigger + capacity, 0, capacity * sizeof *bigger);
+      out->sites = bigger;
+      capacity *= 2;
+    }
+    if (!(r.p < r.end && key_is(&r, "site")))
+      rc = read_error(&r, "expected 'site %u' (the header declares %u sites)", i, out->site_count);
+    else if ((rc = read_number_line(&r, 10, &id)) == 0 && id != i)
+      r.p = r.line, rc = read_error(&r, "expected site %u here, found %" PRIu64, i, id);
+    if (rc == 0) rc = read_site(&r, out, i);
+    sites_read = i + 1;
+    if (rc == 0 && out->sites[i].thread >= out->thread_count)
+      rc = ms_error_set(MS_ERR_FORMAT, "%s:%u: site %u: thread %u but %u threads", name, r.number,
+                        i, out->sites[i].thread, out->thread_count);
+  }
+  uint64_t total = 0;
+  for (uint32_t t = 0; rc == 0 && t < out->thread_count; t++) {
+    uint64_t id;
+    if (!(r.p < r.end && key_is(&r, "thread")))
+      rc = read_error(&r, "expected 'thread %u' (the header declares %u threads)", t,
+                      out->thread_count);
+    else if ((rc = read_number_line(&r, 10, &id)) == 0 && id != t)
+      r.p = r.line, rc = read_error(&r, "expected thread %u here, found %" PRIu64, t, id);
+    if (rc == 0) rc = read_thread(&r, out, t);
+    if (rc == 0) total += out->threads[t].accesses;
+  }
+  if (rc == 0 && r.p < r.end) rc = read_error(&r, "unexpected text after the last thread");
+  if (rc == 0 && total != out->access_count)
+    rc = ms_error_set(MS_ERR_FORMAT, "%s: header says %" PRIu64 " accesses, threads hold %" PRIu64,
+                      name, out->access_count, total);
+  if (rc == 0) {
+    out->info.thread_count = out->thread_count;
+    out->info.access_count = out->access_count;
+  }
+  if (rc < 0) {
+    if (!out->sites)
+      out->site_count = 0;
+    else
+      out->site_count = sites_read;
+    if (!out->threads) out->thread_count = 0;
+    ms_psnap_profile_free(out);
+  }
+  return rc;
+}
+
+int ms_psnap_profile_load(const char *path, ms_psnap_profile *out) {
+  memset(out, 0, sizeof *out);
+  FILE *file = fopen(path, "rb");
+  if (!file) return ms_error_set(MS_ERR_IO, "%s: cannot open: %m", path);
+  size_t capacity = 1 << 16, size = 0;
+  char *text = malloc(capacity);
+  while (text) {
+    size += fread(text + size, 1, capacity - size, file);
+    if (size < capacity) break;
+    char *bigger = realloc(text, capacity * 2);
+    if (!bigger) free(text);
+    text = bigger;
+    capacity *= 2;
+  }
+  int failed = ferror(file);
+  fclose(file);
+  if (!text) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory", path);
+  if (failed) {
+    free(text);
+    return ms_error_set(MS_ERR_IO, "%s: read failed", path);
+  }
+  int rc = ms_psnap_profile_parse(text, size, path, out);
+  free(text);
+  return rc;
+}
+
+int ms_psnap_detect(const char *path) {
+  char head[8];
+  FILE *file = fopen(path, "rb");
+  if (!file) return 0;
+  size_t n = fread(head, 1, sizeof head, file);
+  fclose(file);
+  return n == 8 && memcmp(head, PSNAP_MAGIC "\n", 8) == 0;
+}

@@ -1,0 +1,592 @@
+/* Replay: a profile as a source of accesses.
+ *
+ * Model: threads are replayed one after the other (all of thread 0, then thread 1, ...);
+ * within a thread the order expression gives the site of each access, and each site
+ * gives its next address: exact sites step through their stride pattern (read
+ * cyclically), lossless sites read their stored addresses, lossy sites draw from their
+ * histogram with a hash of (site, position), so that a lossy access depends on its
+ * position only and replays identically from any starting point. A lossy order is a
+ * walk over its path counts (each transition used as often as counted; when the current
+ * site has none left, the walk resumes from the first transition with some left).
+ * Selection (a mask of sites) keeps program order among the selected sites. Seeking to
+ * access i skips whole iterations of the order arithmetically (per-node counts of each
+ * site give every site's position) and then each site's pattern the same way; only a
+ * lossy order is walked.
+ * Fast path: a run of one site emits consecutive strides of one pattern run in a
+ * tight loop; most of the cost of a regular kernel is the order cursor's step.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/psnap.h"
+
+typedef struct replay_site {
+  ms_psnap_cursor strides;
+  uint64_t next_address;
+  uint64_t position; /* accesses of this site emitted (or skipped) so far */
+  int64_t stride;
+  uint64_t stride_left;
+  uint64_t histogram_total[MS_PSNAP_SEGMENTS];
+} replay_site;
+
+typedef struct replay {
+  ms_source source;
+  ms_psnap_profile profile;
+  replay_site *sites;
+  uint8_t *mask;
+  uint64_t **weights;        /* per thread, per order node (exact orders) */
+  uint64_t *thread_selected; /* per thread: selected accesses */
+  uint32_t thread;           /* current thread */
+  ms_psnap_cursor order;
+  int order_ready;
+  uint32_t run_site;
+  uint64_t run_left;
+  uint64_t remaining; /* accesses still to emit (from the count option) */
+  /* lossy order walk */
+  uint64_t *path_left;    /* per transition, in the order of `by_source` */
+  uint32_t *by_source;    /* transitions sorted by their source site */
+  uint32_t *source_start; /* per site: its first entry in by_source; site_count + 1 */
+  uint32_t *source_next;  /* per site: first entry that may have uses left */
+  uint32_t fallback;      /* first entry of by_source that may have uses left */
+  uint64_t walk_left;
+  /* fast path: per node of the current order, its body when it is a flat group */
+  int32_t *body_start; /* index in body_sites, -1 if not flat */
+  uint32_t *body_length;
+  uint32_t *body_sites;
+  uint32_t *occurrences; /* per site, scratch (zero between uses) */
+  uint32_t walk_site;
+  int walk_started;
+} replay;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
+                              uint64_t position) {
+  uint64_t segment = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
+  if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1;
+  const uint64_t *histogram = site->histogram[segment];
+  if (position == 0 || rs->histogram_total[segment] == 0) return site->first_address;
+  uint64_t r = mix((uint64_t)id << 40 ^ position);
+  uint64_t pick = r % rs->histogram_total[segment],
+           width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  int bin = 0;
+  while (bin < MS_PSNAP_HISTOGRAM_BINS - 1 && pick >= histogram[bin])
+    pick -= histogram[bin++];
+  uint64_t low = site->low + (uint64_t)bin * width, high = low + width - 1;
+  if (high > site->high || high < low) high = site->high;
+  /* an address first + k * alignment within [low, high] */
+  uint64_t a = site->alignment;
+  uint64_t k_low = low > site->first_address ? (low - site->first_address + a - 1) / a : 0;
+  uint64_t k_high = high >= site->first_address ? (high - site->first_address) / a : 0;
+  uint64_t base = site->first_address;
+  if (low < site->first_address) {
+    /* below the first address: count alignment steps downwards */
+    uint64_t down_max = (site->first_address - low) / a;
+    uint64_t down_min = high < site->first_address ? (site->first_address - high + a - 1) / a : 0;
+    if (down_max < down_min) return site->first_address;
+    uint64_t k = down_min + (r >> 20) % (down_max - down_min + 1);
+    return base - k * a;
+  }
+  if (k_high < k_low) return site->first_address;
+  return base + (k_low + (r >> 20) % (k_high - k_low + 1)) * a;
+}
+
+/* Positions site `id` before its access number `position`. */
+static void site_seek(replay *r, uint32_t id, uint64_t position) {
+  replay_site *rs = &r->sites[id];
+  const ms_psnap_site *site = &r->profile.sites[id];
+  rs->position = position;
+  rs->stride_left = 0;
+  if (site->lossy || site->addresses) return;
+  rs->next_address =
+      site->first_address + (uint64_t)ms_psnap_cursor_seek(&rs->strides, position, NULL);
+}
+
+static inline uint64_t site_next(replay *r, uint32_t id) {
+  replay_site *rs = &r->sites[id];
+  const ms_psnap_site *site = &r->profile.sites[id];
+  uint64_t position = rs->position++;
+  if (site->addresses)
+    return position < site->count ? site->addresses[position] : site->addresses[site->count - 1];
+  if (site->lossy) return lossy_address(site, rs, id, position);
+  uint64_t address = rs->next_address;
+  if (rs->stride_left == 0)
+    rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+  rs->next_address += (uint64_t)rs->stride;
+  rs->stride_left--;
+  return address;
+}
+
+/* Emits up to n accesses of site `id` into out; the fast loop of exact sites. */
+static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
+  const ms_psnap_site *site = &r->profile.sites[id];
+  ms_access model = {
+      .site = site->trace_site, .thread = site->thread, .size = site->size, .kind = site->kind};
+  replay_site *rs = &r->sites[id];
+  if (site->lossy || site->addresses) {
+    for (size_t i = 0; i < n; i++) {
+      out[i] = model;
+      out[i].address = site_next(r, id);
+    }
+    return n;
+  }
+  size_t i = 0;
+  while (i < n) {
+    if (rs->stride_left == 0)
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+    uint64_t k = rs->stride_left < n - i ? rs->stride_left : n - i;
+    uint64_t address = rs->next_address, stride = (uint64_t)rs->stride;
+    for (uint64_t j = 0; j < k; j++, address += stride) {
+      out[i + j] = model;
+      out[i + j].address = address;
+    }
+    i += k;
+    rs->next_address = address;
+    rs->stride_left -= k;
+  }
+  rs->position += n;
+  return n;
+}
+
+/* ---- order ---- */
+
+/* The flat groups of an order (children all leaves, at most FLAT_MAX elements per
+ * iteration, every site exact): their bodies, for emit_iterations. */
+#define FLAT_MAX 64
+static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
+  free(r->body_start), free(r->body_length), free(r->body_sites);
+  r->body_start = malloc((e->node_count + 1) * sizeof *r->body_start);
+  r->body_length = malloc((e->node_count + 1) * sizeof *r->body_length);
+  uint32_t used = 0, capacity = 256;
+  r->body_sites = malloc(capacity * sizeof *r->body_sites);
+  if (!r->body_start || !r->body_length || !r->body_sites)
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < e->node_count; i++) {
+    const ms_psnap_node *g = &e->nodes[i];
+    r->body_start[i] = -1;
+    if (g->count == 0 || g->repeat < 2 || e->length[i] > FLAT_MAX) continue;
+    int flat = 1;
+    for (uint32_t c = 0; c < g->count && flat; c++) {
+      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      const ms_psnap_site *site = leaf->count ? NULL : &r->profile.sites[leaf->value];
+      flat = site && !site->lossy && !site->addresses && (!r->mask || r->mask[leaf->value]);
+    }
+    if (!flat) continue;
+    if (used + FLAT_MAX > capacity) {
+      capacity *= 2;
+      uint32_t *bigger = realloc(r->body_sites, capacity * sizeof *bigger);
+      if (!bigger) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      r->body_sites = bigger;
+    }
+    r->body_start[i] = (int32_t)used;
+    for (uint32_t c = 0; c < g->count; c++) {
+      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      for (uint64_t k = 0; k < leaf->repeat; k++)
+        r->body_sites[used++] = (uint32_t)leaf->value;
+    }
+    r->body_length[i] = (uint32_t)e->length[i];
+  }
+  return 0;
+}
+
+static int start_thread(replay *r, uint32_t t) {
+  r->thread = t;
+  r->run_left = 0;
+  const ms_psnap_thread_order *order = &r->profile.threads[t];
+  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  r->order_ready = 0;
+  if (!order->lossy) {
+    int rc = ms_psnap_cursor_init(&r->order, &order->order, 0);
+    if (rc == 0) rc = index_flat_groups(r, &order->order);
+    if (rc < 0) return rc;
+    r->order_ready = 1;
+    return 0;
+  }
+  /* counting sort of the transitions by source site */
+  uint32_t sites = r->profile.site_count;
+  memset(r->source_start, 0, (sites + 1) * sizeof *r->source_start);
+  for (uint32_t k = 0; k < order->transition_count; k++)
+    r->source_start[order->transition_from[k] + 1]++;
+  for (uint32_t s = 0; s < sites; s++)
+    r->source_start[s + 1] += r->source_start[s];
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t k = 0; k < order->transition_count; k++)
+    r->by_source[r->source_next[order->transition_from[k]]++] = k;
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t e = 0; e < order->transition_count; e++)
+    r->path_left[e] = order->transition_times[r->by_source[e]];
+  r->fallback = 0;
+  r->walk_left = order->accesses;
+  r->walk_started = 0;
+  return 0;
+}
+
+/* Next step of a lossy order's walk: the site, or -1 at the end. */
+static int64_t walk_next(replay *r) {
+  const ms_psnap_thread_order *order = &r->profile.threads[r->thread];
+  if (r->walk_left == 0) return -1;
+  r->walk_left--;
+  if (!r->walk_started) {
+    r->walk_started = 1;
+    return r->walk_site = order->first_site;
+  }
+  uint32_t *next = &r->source_next[r->walk_site], end = r->source_start[r->walk_site + 1];
+  while (*next < end && !r->path_left[*next])
+    ++*next;
+  uint32_t e = *next;
+  if (e == end) {
+    while (r->fallback < order->transition_count && !r->path_left[r->fallback])
+      r->fallback++;
+    if (r->fallback == order->transition_count) return -1;
+    e = r->fallback;
+  }
+  r->path_left[e]--;
+  return r->walk_site = order->transition_to[r->by_source[e]];
+}
+
+/* The next run of the order in the current thread: site and length; 0 at the end. */
+static int next_run(replay *r) {
+  for (;;) {
+    if (r->thread >= r->profile.thread_count) return 0;
+    const ms_psnap_thread_order *order = &r->profile.threads[r->thread];
+    int64_t value;
+    if (!order->lossy) {
+      uint64_t n = ms_psnap_cursor_run(&r->order, UINT64_MAX, &value);
+      if (n) {
+        r->run_site = (uint32_t)value;
+        r->run_left = n;
+        return 1;
+      }
+    } else if ((value = walk_next(r)) >= 0) {
+      r->run_site = (uint32_t)value;
+      r->run_left = 1;
+      return 1;
+    }
+    if (r->thread + 1 >= r->profile.thread_count) {
+      r->thread = r->profile.thread_count;
+      return 0;
+    }
+    int rc = start_thread(r, r->thread + 1);
+    if (rc < 0) return rc;
+  }
+}
+
+/* The fast path. When the order has just finished an iteration of a flat group (its
+ * body: sites s1..sL, each exact), and every site of the body is inside a run of one
+ * stride long enough, the next k iterations are linear: record j of iteration t has the
+ * address base(j) + t * occurrences(site) * stride(site). They are written in one loop
+ * without touching the cursors, which are then moved on arithmetically.
+ * Measured (bench_replay, summing consumer): stream_add 1M from 42 to 1600 M accesses/s,
+ * matmul 150 from 35 to 340 M accesses/s; bench/run-psnap.sh prints the current figures. */
+/* Each record written as its two 8-byte words: 25% faster than a copy of a model record
+ * followed by the address (stream_add, 409 -> 550 M accesses/s with a summing consumer). */
+static inline __attribute__((always_inline)) void emit_body(ms_access *out, uint64_t *address,
+                                                            const uint64_t *step,
+                                                            const uint64_t *model, uint64_t k,
+                                                            uint32_t length) {
+  _Static_assert(offsetof(ms_access, address) == 0, "the address is the first word");
+  for (uint64_t t = 0; t < k; t++, out += length)
+    for (uint32_t j = 0; j < length; j++) {
+      uint64_t words[2] = {address[j], model[j]};
+      memcpy(&out[j], words, sizeof words);
+      address[j] += step[j];
+    }
+}
+
+static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
+  ms_psnap_cursor *c = &r->order;
+  if (!r->order_ready || c->depth == 0 || c->leaf_left) return 0;
+  ms_psnap_frame *top = &c->stack[c->depth - 1];
+  const ms_psnap_node *g = &c->expr->nodes[top->node];
+  int32_t start = r->body_start[top->node];
+  if (start < 0 || top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
+  uint32_t length = r->body_length[top->node];
+  const uint32_t *body = r->body_sites + start;
+  uint64_t k = g->repeat - top->iteration - 1;
+  if (k > space / length) k = space / length;
+  for (uint32_t j = 0; j < length; j++)
+    r->occurrences[body[j]]++;
+  for (uint32_t j = 0; j < length && k; j++) {
+    replay_site *rs = &r->sites[body[j]];
+    if (rs->stride_left == 0)
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+    /* m accesses need m - 1 strides of the run: the stride after the last one may be
+     * the next run's (the last iteration of a row: stencils 2x faster with it) */
+    uint64_t fits = rs->stride_left == UINT64_MAX ? UINT64_MAX
+                                                  : (rs->stride_left + 1) / r->occurrences[body[j]];
+    if (fits < k) k = fits;
+  }
+  uint64_t address[FLAT_MAX], step[FLAT_MAX], model[FLAT_MAX]; /* model: the record's 2nd word */
+  for (uint32_t j = 0; j < length; j++) {
+    uint32_t s = body[j];
+    replay_site *rs = &r->sites[s];
+    const ms_psnap_site *site = &r->profile.sites[s];
+    ms_access record = {
+        .site = site->trace_site, .thread = site->thread, .size = site->size, .kind = site->kind};
+    memcpy(&model[j], (const char *)&record + 8, 8);
+    address[j] = rs->next_address;
+    step[j] = r->occurrences[s] * (uint64_t)rs->stride;
+    rs->next_address += (uint64_t)rs->stride; /* the site's next occurrence in the body */
+  }
+  for (uint32_t j = 0; j < length; j++) { /* back to the start, then on by k iterations */
+    uint32_t s = body[j];
+    replay_site *rs = &r->sites[s];
+    if (r->occurrences[s] == 0) continue;
+    uint64_t per = r->occurrences[s], emitted = k * per;
+    rs->next_address -= per * (uint64_t)rs->stride;
+    rs->position += emitted;
+    r->occurrences[s] = 0;
+    if (emitted <= rs->stride_left) {
+      rs->next_address += emitted * (uint64_t)rs->stride;
+      rs->stride_left -= emitted;
+    } else { /* emitted == stride_left + 1: the run is used up; its successor follows */
+      uint64_t last = rs->next_address + (emitted - 1) * (uint64_t)rs->stride;
+      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+      rs->next_address = last + (uint64_t)rs->stride;
+      rs->stride_left--;
+    }
+  }
+  if (k == 0) return 0;
+  switch (length) { /* bodies of 1 to 8 sites: loops the compiler unrolls (matmul 2x) */
+  case 1: emit_body(out, address, step, model, k, 1); break;
+  case 2: emit_body(out, address, step, model, k, 2); break;
+  case 3: emit_body(out, address, step, model, k, 3); break;
+  case 4: emit_body(out, address, step, model, k, 4); break;
+  case 5: emit_body(out, address, step, model, k, 5); break;
+  case 6: emit_body(out, address, step, model, k, 6); break;
+  case 7: emit_body(out, address, step, model, k, 7); break;
+  case 8: emit_body(out, address, step, model, k, 8); break;
+  default: emit_body(out, address, step, model, k, length); break;
+  }
+  top->iteration += k;
+  return (size_t)(k * length);
+}
+
+/* When the next item of the order is a flat group, enters it as if an iteration
+ * "before the first" had just ended (iteration = UINT64_MAX, all children done), so that
+ * emit_iterations takes its first iteration too; the cursor's own step then starts
+ * iteration 0 if the fast loop cannot. */
+static int enter_flat_group(replay *r) {
+  ms_psnap_cursor *c = &r->order;
+  if (!r->order_ready || c->leaf_left || c->depth == 0) return 0;
+  const ms_psnap_expr *e = c->expr;
+  ms_psnap_frame *top = &c->stack[c->depth - 1];
+  const ms_psnap_node *g = &e->nodes[top->node];
+  if (top->child >= g->count) return 0;
+  uint32_t id = e->children[g->first + top->child];
+  if (r->body_start[id] < 0) return 0;
+  top->child++;
+  c->stack[c->depth++] =
+      (ms_psnap_frame){.node = id, .child = e->nodes[id].count, .iteration = UINT64_MAX};
+  return 1;
+}
+
+static int replay_next(ms_source *source, ms_batch *batch) {
+  replay *r = (replay *)source;
+  size_t n = 0, capacity = batch->capacity;
+  if (r->remaining < capacity) capacity = (size_t)r->remaining;
+  while (n < capacity) {
+    if (r->run_left == 0) {
+      size_t fast = emit_iterations(r, batch->accesses + n, capacity - n);
+      if (fast) {
+        n += fast;
+        continue;
+      }
+      if (enter_flat_group(r)) continue;
+      int rc = next_run(r);
+      if (rc < 0) return rc;
+      if (rc == 0) break;
+    }
+    uint32_t site = r->run_site;
+    if (r->mask && !r->mask[site]) {
+      r->sites[site].position += r->run_left;
+      r->sites[site].stride_left = 0;
+      r->run_left = 0;
+      continue;
+    }
+    size_t k = r->run_left < capacity - n ? (size_t)r->run_left : capacity - n;
+    site_emit(r, site, batch->accesses + n, k);
+    n += k;
+    r->run_left -= k;
+  }
+  batch->count = n;
+  r->remaining -= n;
+  return (int)n;
+}
+
+/* Positions replay before selected access `index`. */
+static int replay_seek(ms_source *source, uint64_t index) {
+  replay *r = (replay *)source;
+  ms_psnap_profile *p = &r->profile;
+  uint32_t t = 0;
+  while (t < p->thread_count && index >= r->thread_selected[t])
+    index -= r->thread_selected[t++];
+  if (t == p->thread_count) {
+    r->thread = t;
+    r->run_left = 0;
+    return 0;
+  }
+  int rc = start_thread(r, t);
+  if (rc < 0) return rc;
+  const ms_psnap_thread_order *order = &p->threads[t];
+  uint64_t *positions = calloc(p->site_count ? p->site_count : 1, sizeof *positions);
+  if (!positions) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!order->lossy) {
+    ms_psnap_cursor_seek_weighted(&r->order, index, r->weights[t], positions);
+  } else {
+    /* A lossy order is walked: count each site's uses up to the index-th selected one. */
+    uint64_t seen = 0;
+    while (seen < index) {
+      int64_t site = walk_next(r);
+      if (site < 0) break;
+      positions[site]++;
+      if (!r->mask || r->mask[site]) seen++;
+    }
+  }
+  for (uint32_t s = 0; s < p->site_count; s++)
+    if (p->sites[s].thread == t) site_seek(r, s, positions[s]);
+  free(positions);
+  return 0;
+}
+
+static void replay_destroy(ms_source *source) {
+  replay *r = (replay *)source;
+  for (uint32_t s = 0; r->sites && s < r->profile.site_count; s++)
+    ms_psnap_cursor_free(&r->sites[s].strides);
+  for (uint32_t t = 0; r->weights && t < r->profile.thread_count; t++)
+    free(r->weights[t]);
+  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  free(r->weights);
+  free(r->thread_selected);
+  free(r->sites);
+  free(r->mask);
+  free(r->path_left);
+  free(r->body_start);
+  free(r->body_length);
+  free(r->body_sites);
+  free(r->occurrences);
+  free(r->by_source);
+  free(r->source_start);
+  free(r->source_next);
+  ms_psnap_profile_free(&r->profile);
+  ms_stream_info_clear(&r->source.info);
+  free(r);
+}
+
+static const ms_source_ops replay_ops = {
+    .next = replay_next, .seek = replay_seek, .destroy = replay_destroy};
+
+static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
+  ms_psnap_profile *p = &r->profile;
+  r->sites = calloc(p->site_count ? p->site_count : 1, sizeof *r->sites);
+  r->weights = calloc(p->thread_count ? p->thread_count : 1, sizeof *r->weights);
+  r->thread_selected = calloc(p->thread_count ? p->thread_count : 1, sizeof *r->thread_selected);
+  r->mask = malloc(p->site_count ? p->site_count : 1);
+  uint32_t most_paths = 1;
+  for (uint32_t t = 0; t < p->thread_count; t++)
+    if (p->threads[t].transition_count > most_paths) most_paths = p->threads[t].transition_count;
+  r->path_left = malloc(most_paths * sizeof *r->path_left);
+  r->by_source = malloc(most_paths * sizeof *r->by_source);
+  r->source_start = malloc((p->site_count + 1) * sizeof *r->source_start);
+  r->source_next = malloc((p->site_count + 1) * sizeof *r->source_next);
+  r->occurrences = calloc(p->site_count + 1, sizeof *r->occurrences);
+  if (!r->sites || !r->weights || !r->thread_selected || !r->mask || !r->path_left ||
+      !r->by_source || !r->source_start || !r->source_next || !r->occurrences)
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t s = 0; s < p->site_count; s++) {
+    r->mask[s] = options && options->site_mask ? options->site_mask[s] != 0 : 1;
+    int rc = ms_psnap_cursor_init(&r->sites[s].strides, &p->sites[s].pattern, 1);
+    if (rc < 0) return rc;
+    r->sites[s].next_address = p->sites[s].first_address;
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+      for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        r->sites[s].histogram_total[g] += p->sites[s].histogram[g][b];
+    if (r->mask[s]) r->thread_selected[p->sites[s].thread] += p->sites[s].count;
+  }
+  uint64_t total = 0;
+  for (uint32_t t = 0; t < p->thread_count; t++) {
+    ms_psnap_thread_order *order = &p->threads[t];
+    if (!order->lossy) {
+      if (!order->order.count_start) {
+        int rc = ms_psnap_expr_index_values(&order->order, p->site_count);
+        if (rc < 0) return rc;
+      }
+      if (!(r->weights[t] = ms_psnap_expr_weights(&order->order, r->mask)))
+        return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    }
+    total += r->thread_selected[t];
+  }
+  if (!options || !options->site_mask) {
+    free(r->mask);
+    r->mask = NULL;
+  }
+  uint64_t from = options ? options->from : 0;
+  uint64_t available = from < total ? total - from : 0;
+  r->remaining =
+      options && options->count && options->count < available ? options->count : available;
+  /* The source describes the stream: the profile's description moves to it. */
+  r->source.info = p->info;
+  memset(&p->info, 0, sizeof p->info);
+  r->source.info.access_count = r->remaining;
+  if (p->thread_count == 0) {
+    r->thread = 0;
+    return 0;
+  }
+  return from ? replay_seek(&r->source, from) : start_thread(r, 0);
+}
+
+int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
+                         ms_source **out) {
+  *out = NULL;
+  replay *r = calloc(1, sizeof *r);
+  if (!r) {
+    ms_psnap_profile_free(profile);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  r->source.ops = &replay_ops;
+  r->profile = *profile;
+  memset(profile, 0, sizeof *profile);
+  int rc = replay_prepare(r, options);
+  if (rc < 0) {
+    replay_destroy(&r->source);
+    return rc;
+  }
+  *out = &r->source;
+  return 0;
+}
+
+int ms_psnap_open(const char *path, ms_source **out) {
+  ms_psnap_profile profile;
+  *out = NULL;
+  int rc = ms_psnap_profile_load(path, &profile);
+  if (rc < 0) return rc;
+  return ms_psnap_replay_open(&profile, NULL, out);
+}
+
+static int ends_with_path(const char *text, const char *suffix, size_t m) {
+  size_t n = strlen(text);
+  return n >= m && !strncmp(text + n - m, suffix, m) && (n == m || text[n - m - 1] == '/');
+}
+
+int ms_psnap_select(const ms_psnap_profile *profile, const char *function, const char *file_line,
+                    uint8_t *mask) {
+  int selected = 0;
+  const char *colon = file_line ? strrchr(file_line, ':') : NULL;
+  for (uint32_t s = 0; s < profile->site_count; s++) {
+    const ms_site *where = ms_site_table_get(profile->info.sites, profile->sites[s].trace_site);
+    int keep = 0;
+    if (where && function && where->function && !strcmp(where->function, function)) keep = 1;
+    if (where && colon && where->file && where->line == strtoul(colon + 1, NULL, 10) &&
+        ends_with_path(where->file, file_line, (size_t)(colon - file_line)))
+      keep = 1;
+    if (keep && !mask[s]) mask[s] = 1, selected++;
+  }
+  return selected;
+}

@@ -1,0 +1,129 @@
+/* memsnap profile -o OUT.psnap [--function F]... [--line FILE:LINE]... [--lossless]
+ *                 [--max-strides N] [--site-cap N] [--order-cap N] (TRACE | -- PROGRAM ARGS)
+ *
+ * Builds a PSnAP profile (docs/formats.md) from any source: live through Valgrind
+ * without storing a trace, or from a trace file. Prints a one-line summary on stderr.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memsnap/psnap.h"
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap profile [-o OUT.psnap] [OPTIONS] (TRACE | -- PROGRAM [ARGS...])\n"
+              "  -o, --output FILE     profile to write (default: standard output)\n"
+              "  -f, --function NAME   keep only the accesses of this function (repeatable)\n"
+              "  -l, --line FILE:LINE  keep only the accesses of this source line (repeatable)\n"
+              "      --lossless        keep the exact addresses of sites without a pattern\n"
+              "      --max-strides N   unique strides per stride history (default 32)\n"
+              "      --site-cap N      pattern terms per site before it is lossy (default 512)\n"
+              "      --order-cap N     order terms per thread before it is lossy (default 8192)\n"
+              "  -q, --quiet           no summary line\n");
+}
+
+static int parse_cap(const char *command, const char *option, const char *text, uint32_t *out) {
+  uint64_t value;
+  if (cli_parse_count(text, &value) < 0 || value < 2 || value > (1u << 30)) {
+    cli_error(command, "%s: expected a count from 2 to 2^30, got '%s'", option, text);
+    return 2;
+  }
+  *out = (uint32_t)value;
+  return 0;
+}
+
+int cmd_profile(int argc, char **argv) {
+  enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP };
+  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                          {"function", required_argument, NULL, 'f'},
+                                          {"line", required_argument, NULL, 'l'},
+                                          {"lossless", no_argument, NULL, LOSSLESS},
+                                          {"max-strides", required_argument, NULL, MAX_STRIDES},
+                                          {"site-cap", required_argument, NULL, SITE_CAP},
+                                          {"order-cap", required_argument, NULL, ORDER_CAP},
+                                          {"quiet", no_argument, NULL, 'q'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  ms_psnap_options settings;
+  ms_psnap_options_default(&settings);
+  const char *output = "-";
+  const char **functions = calloc((size_t)argc + 1, sizeof *functions);
+  const char **lines = calloc((size_t)argc + 1, sizeof *lines);
+  int quiet = 0, c, status = 0;
+  if (!functions || !lines) {
+    free(functions), free(lines);
+    cli_error(argv[0], "out of memory");
+    return 1;
+  }
+  opterr = 0;
+  optind = 1;
+  while (status == 0 && (c = getopt_long(argc, argv, ":o:f:l:qh", options, NULL)) != -1) {
+    switch (c) {
+    case 'o': output = optarg; break;
+    case 'f': functions[settings.function_count++] = optarg; break;
+    case 'l':
+      if (!strrchr(optarg, ':')) {
+        cli_error(argv[0], "--line: expected FILE:LINE, got '%s'", optarg);
+        status = 2;
+      }
+      lines[settings.line_count++] = optarg;
+      break;
+    case LOSSLESS: settings.lossless = 1; break;
+    case MAX_STRIDES:
+      status = parse_cap(argv[0], "--max-strides", optarg, &settings.max_strides);
+      if (status == 0 && settings.max_strides > 64) {
+        cli_error(argv[0], "--max-strides: at most 64");
+        status = 2;
+      }
+      break;
+    case SITE_CAP: status = parse_cap(argv[0], "--site-cap", optarg, &settings.site_cap); break;
+    case ORDER_CAP: status = parse_cap(argv[0], "--order-cap", optarg, &settings.order_cap); break;
+    case 'q': quiet = 1; break;
+    case 'h': usage(stdout); goto out;
+    default: status = cli_option_error(argv[0], c, argv); break;
+    }
+  }
+  if (status) goto out;
+  settings.functions = functions;
+  settings.lines = lines;
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count > 1 || (inputs.count == 1 && inputs.program_argc > 0)) {
+    cli_error(argv[0], "give one input: a trace, or -- PROGRAM ARGS");
+    status = 2;
+    goto out;
+  }
+  ms_sink *builder = NULL;
+  ms_source *source = NULL;
+  ms_psnap_profile profile = {0};
+  status = 1;
+  if (ms_psnap_builder_new(&settings, &builder) < 0) {
+    cli_fail(argv[0]);
+    goto out;
+  }
+  source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
+                           inputs.program_argv);
+  if (source && ms_pipeline_run(source, &builder, 1, 0) >= 0 &&
+      ms_psnap_builder_take(builder, &profile) >= 0 &&
+      ms_psnap_profile_save(&profile, output) >= 0) {
+    status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
+    if (!quiet) {
+      uint32_t lossy = 0;
+      for (uint32_t i = 0; i < profile.site_count; i++)
+        lossy += profile.sites[i].lossy;
+      fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites (%u lossy), %u threads\n",
+              output, (unsigned long long)profile.access_count, profile.site_count, lossy,
+              profile.thread_count);
+    }
+  } else if (source)
+    cli_fail(argv[0]);
+  ms_psnap_profile_free(&profile);
+  if (source) ms_source_destroy(source);
+  ms_sink_destroy(builder);
+out:
+  free(functions);
+  free(lines);
+  return status;
+}

@@ -1,0 +1,333 @@
+/* memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache] [--sites N]
+ *
+ * Measures a profile against the stream it came from. The trace is filtered by the
+ * profile's selection (its `selection` line); per thread, each access is compared with
+ * the profile's replay of that thread (address, size and kind): the exact-match rate
+ * overall and per site, and the first divergence with its site and index. Then the
+ * hit rates of the trace and of the whole replay (what `memsnap sim PROFILE` simulates)
+ * on the 46 evaluation hierarchies of the catalog: mean and max absolute difference per
+ * level, in percentage points.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memsnap/cache.h"
+#include "memsnap/psnap.h"
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache]\n"
+              "  --no-cache   skip the hit-rate comparison on the 46 hierarchies\n"
+              "  --sites N    list the N sites with the lowest match rate (default 10)\n");
+}
+
+typedef struct thread_replay {
+  ms_source *source;
+  ms_batch batch;
+  size_t next;
+  uint64_t index;
+} thread_replay;
+
+typedef struct verify_state {
+  ms_psnap_profile *profile;
+  thread_replay *threads;
+  uint64_t *site_total, *site_exact;
+  uint64_t compared, exact, extra, index;
+  int diverged;
+  char divergence[768];
+  /* selection of the trace */
+  char **functions, **lines;
+  int function_count, line_count;
+  uint8_t *kept; /* per trace site: 0 unknown, 1 kept, 2 dropped */
+  uint32_t kept_capacity;
+} verify_state;
+
+static int trace_site_kept(verify_state *v, const ms_stream_info *info, uint32_t id) {
+  if (!v->function_count && !v->line_count) return 1;
+  if (id == MS_SITE_NONE) return 0;
+  if (id >= v->kept_capacity) {
+    uint32_t capacity = v->kept_capacity ? v->kept_capacity : 1024;
+    while (capacity <= id)
+      capacity *= 2;
+    uint8_t *kept = realloc(v->kept, capacity);
+    if (!kept) return 0;
+    memset(kept + v->kept_capacity, 0, capacity - v->kept_capacity);
+    v->kept = kept;
+    v->kept_capacity = capacity;
+  }
+  if (!v->kept[id]) {
+    const ms_site *site = ms_site_table_get(info->sites, id);
+    int keep = 0;
+    for (int i = 0; site && i < v->function_count; i++)
+      keep |= site->function && !strcmp(site->function, v->functions[i]);
+    for (int i = 0; site && site->file && i < v->line_count; i++) {
+      const char *colon = strrchr(v->lines[i], ':');
+      size_t n = strlen(site->file), m = (size_t)(colon - v->lines[i]);
+      keep |= site->line == strtoul(colon + 1, NULL, 10) && n >= m &&
+              !strncmp(site->file + n - m, v->lines[i], m) &&
+              (n == m || site->file[n - m - 1] == '/');
+    }
+    v->kept[id] = keep ? 1 : 2;
+  }
+  return v->kept[id] == 1;
+}
+
+static const ms_access *next_replayed(thread_replay *t) {
+  if (t->next == t->batch.count) {
+    int n = ms_source_next(t->source, &t->batch);
+    if (n <= 0) return NULL;
+    t->next = 0;
+  }
+  return &t->batch.accesses[t->next++];
+}
+
+static void describe_site(const ms_psnap_profile *p, uint32_t s, char *buf, size_t size) {
+  ms_site_describe(ms_site_table_get(p->info.sites, p->sites[s].trace_site), buf, size);
+}
+
+static void compare(verify_state *v, const ms_access *a) {
+  ms_psnap_profile *p = v->profile;
+  uint64_t index = v->index++;
+  if (a->thread >= p->thread_count) {
+    v->extra++;
+    return;
+  }
+  thread_replay *t = &v->threads[a->thread];
+  const ms_access *r = next_replayed(t);
+  uint64_t thread_index = t->index++;
+  v->compared++;
+  if (!r) {
+    v->extra++;
+    return;
+  }
+  int same = r->address == a->address && r->size == a->size && r->kind == a->kind;
+  uint32_t s = r->site < p->site_count ? r->site : 0;
+  v->site_total[s]++;
+  v->site_exact[s] += same;
+  v->exact += same;
+  if (!same && !v->diverged) {
+    char where[512];
+    describe_site(p, s, where, sizeof where);
+    snprintf(v->divergence, sizeof v->divergence,
+             "access %" PRIu64 " (thread %u, its access %" PRIu64 ", the %" PRIu64
+             "th of site s%u %s): trace %s 0x%" PRIx64 " %u, profile %s 0x%" PRIx64 " %u",
+             index, a->thread, thread_index, v->site_total[s] - 1, s, where,
+             ms_access_kind_name((ms_access_kind)a->kind), a->address, a->size,
+             ms_access_kind_name((ms_access_kind)r->kind), r->address, r->size);
+    v->diverged = 1;
+  }
+}
+
+/* Splits the profile's selection ("function F line FILE:LINE ...") into lists. */
+static void parse_selection(verify_state *v, char *selection) {
+  if (!selection || !strcmp(selection, "all")) return;
+  char *save = NULL, *kind = strtok_r(selection, " ", &save);
+  while (kind) {
+    char *value = strtok_r(NULL, " ", &save);
+    if (!value) break;
+    if (!strcmp(kind, "function"))
+      v->functions[v->function_count++] = value;
+    else if (!strcmp(kind, "line") && strrchr(value, ':'))
+      v->lines[v->line_count++] = value;
+    kind = strtok_r(NULL, " ", &save);
+  }
+}
+
+static void hit_rates(ms_hierarchy_set *set, int count, double (*rates)[MS_HIERARCHY_MAX_LEVELS]) {
+  for (int h = 0; h < count; h++) {
+    const ms_hierarchy *hierarchy = ms_hierarchy_set_get(set, h);
+    const ms_hierarchy_config *config = ms_hierarchy_config_of(hierarchy);
+    for (int l = 0; l < config->level_count; l++) {
+      ms_cache_stats stats;
+      ms_hierarchy_level_stats(hierarchy, l, &stats);
+      rates[h][l] = ms_cache_hit_rate(stats.total);
+    }
+  }
+}
+
+int cmd_verify(int argc, char **argv) {
+  static const struct option options[] = {{"no-cache", no_argument, NULL, 'N'},
+                                          {"sites", required_argument, NULL, 'S'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int no_cache = 0, c;
+  uint64_t list_sites = 10;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'N': no_cache = 1; break;
+    case 'S':
+      if (cli_parse_count(optarg, &list_sites) < 0) {
+        cli_error(argv[0], "--sites: expected a count, got '%s'", optarg);
+        return 2;
+      }
+      break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count < 1 || inputs.count > 2 || (inputs.count == 2) == (inputs.program_argc > 0)) {
+    cli_error(argv[0], "give a profile and its trace (or -- PROGRAM ARGS)");
+    return 2;
+  }
+  ms_psnap_profile profile, copy;
+  if (ms_psnap_profile_load(inputs.paths[0], &profile) < 0) return cli_fail(argv[0]);
+  int status = 1, count = MS_HIERARCHY_CATALOG_EVALUATION;
+  verify_state v = {.profile = &profile};
+  ms_source *trace = NULL, *whole = NULL;
+  ms_hierarchy_set *sets[2] = {NULL, NULL};
+  ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
+  double(*rates)[MS_HIERARCHY_MAX_LEVELS] = calloc((size_t)count * 2, sizeof *rates);
+  char *selection = profile.selection ? strdup(profile.selection) : NULL;
+  v.functions = calloc(strlen(selection ? selection : "") + 1, sizeof *v.functions);
+  v.lines = calloc(strlen(selection ? selection : "") + 1, sizeof *v.lines);
+  v.threads = calloc(profile.thread_count + 1, sizeof *v.threads);
+  v.site_total = calloc(profile.site_count + 1, sizeof *v.site_total);
+  v.site_exact = calloc(profile.site_count + 1, sizeof *v.site_exact);
+  ms_batch batch = {0};
+  if (!configs || !rates || !v.functions || !v.lines || !v.threads || !v.site_total ||
+      !v.site_exact || ms_batch_init(&batch, 0) < 0) {
+    cli_error(argv[0], "out of memory");
+    goto done;
+  }
+  parse_selection(&v, selection);
+  for (uint32_t t = 0; t < profile.thread_count; t++) {
+    uint8_t *mask = calloc(profile.site_count + 1, 1);
+    for (uint32_t s = 0; mask && s < profile.site_count; s++)
+      mask[s] = profile.sites[s].thread == t;
+    ms_psnap_replay_options o = {.site_mask = mask};
+    int rc = ms_psnap_profile_load(inputs.paths[0], &copy);
+    if (rc == 0) rc = ms_psnap_replay_open(&copy, &o, &v.threads[t].source);
+    free(mask);
+    if (rc < 0 || ms_batch_init(&v.threads[t].batch, 0) < 0) {
+      cli_fail(argv[0]);
+      goto done;
+    }
+  }
+  if (!no_cache) {
+    for (int h = 0; h < count; h++)
+      if (ms_hierarchy_parse(ms_hierarchy_catalog_get(h)->name, &configs[h]) < 0) {
+        cli_fail(argv[0]);
+        goto done;
+      }
+    if (ms_hierarchy_set_new(configs, count, &sets[0]) < 0 ||
+        ms_hierarchy_set_new(configs, count, &sets[1]) < 0) {
+      cli_fail(argv[0]);
+      goto done;
+    }
+  }
+  trace = cli_open_source(argv[0], inputs.count == 2 ? inputs.paths[1] : NULL, inputs.program_argc,
+                          inputs.program_argv);
+  if (!trace) goto done;
+  ms_batch kept = {0};
+  if (ms_batch_init(&kept, 0) < 0) goto done;
+  int n;
+  while ((n = ms_source_next(trace, &batch)) > 0) {
+    kept.count = 0;
+    for (size_t i = 0; i < batch.count; i++) {
+      const ms_access *a = &batch.accesses[i];
+      if (!trace_site_kept(&v, ms_source_info(trace), a->site)) continue;
+      compare(&v, a);
+      kept.accesses[kept.count++] = *a;
+    }
+    if (sets[0] && kept.count && ms_hierarchy_set_access_batch(sets[0], &kept) < 0) n = -1;
+    if (n < 0) break;
+  }
+  ms_batch_free(&kept);
+  if (n < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  uint64_t missing = 0;
+  for (uint32_t t = 0; t < profile.thread_count; t++)
+    while (next_replayed(&v.threads[t]))
+      missing++;
+  if (sets[1]) {
+    if (ms_psnap_profile_load(inputs.paths[0], &copy) < 0 ||
+        ms_psnap_replay_open(&copy, NULL, &whole) < 0) {
+      cli_fail(argv[0]);
+      goto done;
+    }
+    while ((n = ms_source_next(whole, &batch)) > 0)
+      if (ms_hierarchy_set_access_batch(sets[1], &batch) < 0) break;
+    if (n != 0 || ms_hierarchy_set_flush(sets[0]) < 0 || ms_hierarchy_set_flush(sets[1]) < 0) {
+      cli_fail(argv[0]);
+      goto done;
+    }
+  }
+  uint64_t total = v.compared + missing;
+  printf("profile %s: %" PRIu64 " accesses; trace: %" PRIu64 " accesses selected (%s)\n",
+         inputs.paths[0], profile.access_count, v.compared,
+         profile.selection ? profile.selection : "all");
+  printf("exact match: %.4f%% (%" PRIu64 " of %" PRIu64 ")\n",
+         total ? 100.0 * (double)v.exact / (double)total : 100.0, v.exact, total);
+  if (v.diverged)
+    printf("first divergence: %s\n", v.divergence);
+  else if (v.extra || missing)
+    printf("first divergence: the streams differ in length (%" PRIu64 " more in the trace, %" PRIu64
+           " more in the profile)\n",
+           v.extra, missing);
+  else
+    printf("first divergence: none\n");
+  /* per site: the least exact first */
+  uint64_t listed = 0;
+  printf("sites (lowest match rate first):\n");
+  for (int pass = 0; pass < 2 && listed < list_sites; pass++)
+    for (uint32_t s = 0; s < profile.site_count && listed < list_sites; s++) {
+      int exact = v.site_exact[s] == v.site_total[s];
+      if (exact != pass) continue;
+      char where[512];
+      describe_site(&profile, s, where, sizeof where);
+      printf("  s%-5u %8.4f%% of %10" PRIu64 "  %-6s %s\n", s,
+             v.site_total[s] ? 100.0 * (double)v.site_exact[s] / (double)v.site_total[s] : 100.0,
+             v.site_total[s], profile.sites[s].lossy ? "lossy" : "exact", where);
+      listed++;
+    }
+  if (sets[0]) {
+    hit_rates(sets[0], count, rates);
+    hit_rates(sets[1], count, rates + count);
+    printf("hit rates on the %d evaluation hierarchies (absolute difference, percentage points):\n",
+           count);
+    for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++) {
+      double sum = 0, max = 0;
+      int with = 0;
+      for (int h = 0; h < count; h++) {
+        if (l >= configs[h].level_count) continue;
+        double d = fabs(rates[h][l] - rates[count + h][l]) * 100.0;
+        sum += d;
+        max = d > max ? d : max;
+        with++;
+      }
+      if (with) printf("  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, sum / with, max, with);
+    }
+  }
+  status = 0;
+done:
+  for (uint32_t t = 0; v.threads && t < profile.thread_count; t++) {
+    ms_source_destroy(v.threads[t].source);
+    ms_batch_free(&v.threads[t].batch);
+  }
+  if (trace) ms_source_destroy(trace);
+  if (whole) ms_source_destroy(whole);
+  ms_hierarchy_set_free(sets[0]);
+  ms_hierarchy_set_free(sets[1]);
+  ms_batch_free(&batch);
+  free(configs);
+  free(rates);
+  free(selection);
+  free(v.functions);
+  free(v.lines);
+  free(v.threads);
+  free(v.site_total);
+  free(v.site_exact);
+  free(v.kept);
+  ms_psnap_profile_free(&profile);
+  return status;
+}

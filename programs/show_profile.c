@@ -1,0 +1,171 @@
+/* memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE] [--all]
+ *
+ * A profile for a person: the header, then its sites by weight (accesses), one line
+ * each: site, share of accesses, count, kind and size, class, storage, where in the
+ * source, and the pattern (cut at 60 characters in the list; whole with a selection,
+ * which also shows the site's full block and the order of its thread).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memsnap/psnap.h"
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE]\n"
+              "  -s, --site N          show site N in full\n"
+              "  -f, --function NAME   show the sites of a function in full\n"
+              "  -l, --line FILE:LINE  show the sites of a source line in full\n"
+              "  -a, --all             list every site (default: the 40 heaviest)\n");
+}
+
+static const ms_psnap_profile *sorting;
+static int by_weight(const void *a, const void *b) {
+  uint64_t x = sorting->sites[*(const uint32_t *)a].count;
+  uint64_t y = sorting->sites[*(const uint32_t *)b].count;
+  return x < y   ? 1
+         : x > y ? -1
+                 : (*(const uint32_t *)a > *(const uint32_t *)b) -
+                       (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+static const char *storage(const ms_psnap_site *site) {
+  return site->addresses ? "lossless" : site->lossy ? "lossy" : "exact";
+}
+
+static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
+  const ms_psnap_site *site = &p->sites[s];
+  const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
+  char place[512];
+  ms_site_describe(where, place, sizeof place);
+  double share = p->access_count ? 100.0 * (double)site->count / (double)p->access_count : 0.0;
+  char *pattern = ms_psnap_expr_string(&site->pattern, MS_PSNAP_STRIDES);
+  if (!full) {
+    printf("s%-5u %6.2f%% %12" PRIu64 " %-6s %2u  %-18s %-8s %s\n", s, share, site->count,
+           ms_access_kind_name((ms_access_kind)site->kind), site->size,
+           ms_stride_class_name(site->cls), storage(site), place);
+    if (pattern && *pattern)
+      printf("%7s first 0x%" PRIx64 " pattern %.60s%s\n", "", site->first_address, pattern,
+             strlen(pattern) > 60 ? "..." : "");
+    else if (site->lossy)
+      printf("%7s first 0x%" PRIx64 " range 0x%" PRIx64 "-0x%" PRIx64 " alignment %" PRIu64 "\n",
+             "", site->first_address, site->low, site->high, site->alignment);
+  } else {
+    printf("site s%u: %s\n  thread %u, %s of %u bytes, %" PRIu64 " accesses (%.2f%%)\n"
+           "  class %s, %s\n  first address 0x%" PRIx64 "\n",
+           s, place, site->thread, ms_access_kind_name((ms_access_kind)site->kind), site->size,
+           site->count, share, ms_stride_class_name(site->cls), storage(site), site->first_address);
+    if (site->lossy)
+      printf("  addresses in 0x%" PRIx64 "-0x%" PRIx64 ", multiples of %" PRIu64
+             " from the first\n",
+             site->low, site->high, site->alignment);
+    else
+      printf("  pattern %s\n", pattern ? pattern : "");
+  }
+  free(pattern);
+}
+
+int show_profile(int argc, char **argv) {
+  static const struct option options[] = {
+      {"site", required_argument, NULL, 's'}, {"function", required_argument, NULL, 'f'},
+      {"line", required_argument, NULL, 'l'}, {"all", no_argument, NULL, 'a'},
+      {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+  const char *site_text = NULL, *function = NULL, *line = NULL;
+  int all = 0, c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":s:f:l:ah", options, NULL)) != -1) {
+    switch (c) {
+    case 's': site_text = optarg; break;
+    case 'f': function = optarg; break;
+    case 'l': line = optarg; break;
+    case 'a': all = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count != 1 || inputs.program_argc) {
+    cli_error(argv[0], "give one profile (.psnap)");
+    return 2;
+  }
+  ms_psnap_profile p;
+  if (ms_psnap_profile_load(inputs.paths[0], &p) < 0) return cli_fail(argv[0]);
+  uint8_t *mask = calloc(p.site_count + 1, 1);
+  uint32_t *order = malloc((p.site_count + 1) * sizeof *order);
+  int status = 0;
+  if (!mask || !order) {
+    cli_error(argv[0], "out of memory");
+    status = 1;
+    goto done;
+  }
+  int selecting = site_text || function || line;
+  if (site_text) {
+    char *end;
+    unsigned long n = strtoul(site_text + (site_text[0] == 's'), &end, 10);
+    if (*end || n >= p.site_count) {
+      cli_error(argv[0], "--site: no site %s in %s (%u sites)", site_text, inputs.paths[0],
+                p.site_count);
+      status = 2;
+      goto done;
+    }
+    mask[n] = 1;
+  }
+  if ((function || line) && ms_psnap_select(&p, function, line, mask) == 0) {
+    cli_error(argv[0], "no site of %s in %s", function ? function : line, inputs.paths[0]);
+    status = 1;
+    goto done;
+  }
+  printf("profile %s\n", inputs.paths[0]);
+  if (p.info.argc) {
+    printf("program");
+    for (int i = 0; i < p.info.argc; i++)
+      printf(" %s", p.info.argv[i]);
+    printf("\n");
+  }
+  uint32_t lossy = 0;
+  for (uint32_t s = 0; s < p.site_count; s++)
+    lossy += p.sites[s].lossy;
+  printf("%" PRIu64 " accesses, %u sites (%u lossy), %u threads, selection %s\n\n", p.access_count,
+         p.site_count, lossy, p.thread_count, p.selection ? p.selection : "all");
+  for (uint32_t s = 0; s < p.site_count; s++)
+    order[s] = s;
+  sorting = &p;
+  qsort(order, p.site_count, sizeof *order, by_weight);
+  if (!selecting)
+    printf("site     share        count kind size class              stored   where\n");
+  uint32_t shown = 0;
+  for (uint32_t k = 0; k < p.site_count; k++) {
+    uint32_t s = order[k];
+    if (selecting && !mask[s]) continue;
+    if (!selecting && !all && shown == 40) {
+      printf("... %u more sites (--all lists them)\n", p.site_count - shown);
+      break;
+    }
+    show_site(&p, s, selecting);
+    shown++;
+  }
+  for (uint32_t t = 0; t < p.thread_count; t++) {
+    const ms_psnap_thread_order *o = &p.threads[t];
+    if (o->lossy) {
+      printf("\nthread %u: %" PRIu64 " accesses, order lossy (%u path counts)\n", t, o->accesses,
+             o->transition_count);
+      continue;
+    }
+    char *text = ms_psnap_expr_string(&o->order, MS_PSNAP_SITES);
+    if (!text) continue;
+    size_t cut = selecting ? strlen(text) : 200;
+    printf("\nthread %u: %" PRIu64 " accesses, order %.*s%s\n", t, o->accesses, (int)cut, text,
+           strlen(text) > cut ? "..." : "");
+    free(text);
+  }
+done:
+  free(mask);
+  free(order);
+  ms_psnap_profile_free(&p);
+  return status;
+}

@@ -1,0 +1,814 @@
+/* Fold: nested-repetition compression of integer sequences (lib/fold).
+ *
+ * Oracles: hand-worked expressions (the classic loop shapes, the examples of
+ * scalamemtrace-budanur-mueller-gamblin-2010.txt section 2.1 and of
+ * psnap-mills-snavely-carrington.txt), the input itself (the expansion read back through
+ * the cursor must equal what was pushed), generators whose loop structure is known, and
+ * text round trips. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/fold.h"
+
+/* ---- Helpers --------------------------------------------------------------------------- */
+
+/* Letters for small values (a = 0 ... z = 25), "v<n>" for others. */
+static int format_letter(char *buffer, int64_t value, void *context) {
+  (void)context;
+  if (value >= 0 && value < 26)
+    return snprintf(buffer, MS_FOLD_VALUE_TEXT_MAX, "%c", (char)('a' + value));
+  return snprintf(buffer, MS_FOLD_VALUE_TEXT_MAX, "v%lld", (long long)value);
+}
+
+static int parse_letter(const char *token, size_t length, int64_t *value, void *context) {
+  (void)context;
+  if (length == 1 && token[0] >= 'a' && token[0] <= 'z') {
+    *value = token[0] - 'a';
+    return 0;
+  }
+  if (length > 1 && token[0] == 'v')
+    return ms_fold_parse_decimal(token + 1, length - 1, value, NULL);
+  return 1;
+}
+
+static uint64_t rng_state = 0x243f6a8885a308d3ULL;
+static uint64_t rng_next(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static unsigned rng_below(unsigned n) { return (unsigned)(rng_next() % n); }
+
+/* A growable int64 array: the reference sequence. */
+typedef struct seq {
+  int64_t *v;
+  size_t n, cap;
+} seq;
+
+static void seq_add(seq *s, int64_t value) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 256;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    assert_non_null(s->v);
+  }
+  s->v[s->n++] = value;
+}
+
+static ms_fold *fold_values(const int64_t *values, size_t n, uint32_t window, uint64_t max_nodes) {
+  ms_fold_options options = {window, max_nodes};
+  ms_fold *fold;
+  assert_int_equal(ms_fold_new(&options, &fold), MS_OK);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(ms_fold_push(fold, values[i]), MS_OK);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  return fold;
+}
+
+static char *text_of(const ms_fold *fold, ms_fold_value_formatter formatter) {
+  char *text;
+  size_t length;
+  assert_int_equal(ms_fold_format(fold, formatter, NULL, &text, &length), MS_OK);
+  assert_int_equal(strlen(text), length);
+  return text;
+}
+
+/* Reads the whole expansion back with the cursor (in chunks of varying size) and compares
+ * it with the input; also checks the prefix sums against the input. */
+static void assert_expands_to(const ms_fold *fold, const int64_t *values, size_t n) {
+  assert_int_equal(ms_fold_length(fold), n);
+  ms_fold_cursor *cursor;
+  assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_OK);
+  int64_t *out = malloc((n + 1) * sizeof *out);
+  size_t done = 0, chunk = 1;
+  while (done < n) {
+    size_t want = chunk < n - done + 1 ? chunk : n - done + 1;
+    size_t got = ms_fold_cursor_read(cursor, out + done, want);
+    assert_true(got > 0);
+    done += got;
+    assert_int_equal(ms_fold_cursor_position(cursor), done);
+    chunk = chunk * 3 % 1000 + 1;
+  }
+  assert_int_equal(done, n);
+  int64_t extra;
+  assert_false(ms_fold_cursor_next(cursor, &extra));
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != values[i])
+      fail_msg("element %zu: %lld, expected %lld", i, (long long)out[i], (long long)values[i]);
+  uint64_t sum = 0, got_sum;
+  size_t step = 1 + n / 97;
+  for (size_t j = 0; j < n; j++) {
+    if (j % step == 0) {
+      assert_int_equal(ms_fold_prefix_sum(fold, j, &got_sum), MS_OK);
+      assert_int_equal(got_sum, sum);
+    }
+    sum += (uint64_t)values[j];
+  }
+  assert_int_equal(ms_fold_prefix_sum(fold, n, &got_sum), MS_OK);
+  assert_int_equal(got_sum, sum);
+  assert_int_equal(ms_fold_prefix_sum(fold, n + 1, &got_sum), MS_ERR_ARG);
+  free(out);
+  ms_fold_cursor_free(cursor);
+}
+
+/* Text -> element sequence, by an independent recursive expansion of the grammar. */
+static const char *expand_text(const char *p, seq *out) {
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    if (!*p || *p == ')') return p;
+    if (*p == '(') {
+      seq body = {0};
+      p = expand_text(p + 1, &body);
+      assert_true(*p == ')' && p[1] == '^');
+      char *end;
+      unsigned long long count = strtoull(p + 2, &end, 10);
+      p = end;
+      for (unsigned long long r = 0; r < count; r++)
+        for (size_t i = 0; i < body.n; i++)
+          seq_add(out, body.v[i]);
+      free(body.v);
+      continue;
+    }
+    const char *start = p;
+    while (*p && *p != ' ' && *p != '^' && *p != ')')
+      p++;
+    int64_t value;
+    assert_int_equal(parse_letter(start, (size_t)(p - start), &value, NULL), 0);
+    unsigned long long count = 1;
+    if (*p == '^') {
+      char *end;
+      count = strtoull(p + 1, &end, 10);
+      p = end;
+    }
+    for (unsigned long long r = 0; r < count; r++)
+      seq_add(out, value);
+  }
+  return p;
+}
+
+/* Folds the expansion of `text` (letters) and checks the folded text and expansion. */
+static void assert_folds_to(const char *input, const char *expected, uint32_t window) {
+  seq values = {0};
+  expand_text(input, &values);
+  ms_fold *fold = fold_values(values.v, values.n, window, 0);
+  char *text = text_of(fold, format_letter);
+  if (strcmp(text, expected) != 0)
+    fail_msg("folding %s: got '%s', expected '%s'", input, text, expected);
+  assert_expands_to(fold, values.v, values.n);
+  free(text);
+  ms_fold_free(fold);
+  free(values.v);
+}
+
+/* ---- Hand-worked cases ------------------------------------------------------------------ */
+
+static void test_classic_shapes(void **state) {
+  (void)state;
+  assert_folds_to("", "", 0);
+  assert_folds_to("a", "a", 0);
+  assert_folds_to("a b", "a b", 0);
+  assert_folds_to("a^7", "a^7", 0);
+  assert_folds_to("(a b)^9", "(a b)^9", 0);
+  assert_folds_to("(a^3 b)^4", "(a^3 b)^4", 0);
+  assert_folds_to("((a^3 b)^4 c)^5", "((a^3 b)^4 c)^5", 0);
+  assert_folds_to("(((a^3 b)^4 c)^5 d^2)^3", "(((a^3 b)^4 c)^5 d^2)^3", 0);
+  assert_folds_to("(a b c d e)^6 f", "(a b c d e)^6 f", 0);
+  assert_folds_to("x (a b)^3 y (a b)^4", "x (a b)^3 y (a b)^4", 0);
+  /* a run is merged with its final count: not (x a^3)^2 a */
+  assert_folds_to("x a^3 x a^4", "x a^3 x a^4", 0);
+  /* inside an open group the prediction follows the body: the fourth iteration is
+   * complete when its a^3 is, and the extra a starts a new term */
+  assert_folds_to("(x a^3)^2 x a^4", "(x a^3)^3 a", 0);
+  /* a loop that exits in the middle of its body: the seen part stays structured */
+  assert_folds_to("((a^3 b)^4 c)^5 (a^3 b)^2 a^2 d", "((a^3 b)^4 c)^5 (a^3 b)^2 a^2 d", 0);
+  assert_folds_to("((a b)^3 c)^4 (a b)^3 d", "((a b)^3 c)^4 (a b)^3 d", 0);
+}
+
+/* Figure 4 and the text of section 2.1 of scalamemtrace-budanur-mueller-gamblin-2010.txt:
+ *   for (i = 0; i < 100; i++) { for (j = 0; j < 1000; j++) b = a; d = c; }
+ * RSD1 = <1000, ST_B, LD_A> (loads of a, stores of b), PRSD1 = <100, RSD1, ST_D, LD_C>.
+ * With a = LD_A, b = ST_B, c = LD_C, d = ST_D: ((a b)^1000 c d)^100.
+ * Figure 3: op1 op2 op3 repeating merge into one RSD whose count grows. */
+static void test_paper_scalamemtrace(void **state) {
+  (void)state;
+  seq s = {0};
+  for (int i = 0; i < 100; i++) {
+    for (int j = 0; j < 1000; j++) {
+      seq_add(&s, 0);
+      seq_add(&s, 1);
+    }
+    seq_add(&s, 2);
+    seq_add(&s, 3);
+  }
+  ms_fold *fold = fold_values(s.v, s.n, 0, 0);
+  char *text = text_of(fold, format_letter);
+  assert_string_equal(text, "((a b)^1000 c d)^100");
+  assert_int_equal(ms_fold_node_count(fold), 6);
+  assert_int_equal(ms_fold_depth(fold), 2);
+  assert_expands_to(fold, s.v, s.n);
+  free(text);
+  ms_fold_free(fold);
+  assert_folds_to("(a b c)^7", "(a b c)^7", 0);
+  free(s.v);
+}
+
+/* Figure 3 of the same paper, step by step: op1 op2 op3 are appended as they come; when
+ * the second op1 op2 op3 is complete and the next reference does not continue it (here:
+ * the next op1, which starts the third iteration), the right copy is merged into the left
+ * one as an RSD of count 2; further iterations only increment the count. Terms after each
+ * push (the iteration in progress is not counted until it breaks): */
+static void test_paper_figure3_steps(void **state) {
+  (void)state;
+  int64_t ops[] = {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4};
+  uint64_t terms[] = {1, 2, 3, 4, 5, 6, 4, 4, 4, 4, 4, 4, 5};
+  ms_fold *fold;
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    assert_int_equal(ms_fold_push(fold, ops[i]), MS_OK);
+    if (ms_fold_node_count(fold) != terms[i])
+      fail_msg("after push %zu: %llu terms, expected %llu", i + 1,
+               (unsigned long long)ms_fold_node_count(fold), (unsigned long long)terms[i]);
+  }
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  char *text = text_of(fold, format_letter);
+  assert_string_equal(text, "(b c d)^4 e");
+  free(text);
+  ms_fold_free(fold);
+}
+
+/* psnap-mills-snavely-carrington.txt: a stride pattern of a 2-D traversal (16-byte steps,
+ * a 48-byte row gap, a -36816 plane step) and expression (1) of the paper over symbolic
+ * strides A, B, C, D. */
+/* Stride number i of the pattern ((+16^15 +48)^127 +16^15 -36816)^n. */
+static int64_t psnap_stride(uint64_t i) {
+  uint64_t inner = i % 2048;
+  if (inner == 2047) return -36816;
+  return inner % 16 == 15 ? 48 : 16;
+}
+
+static void test_paper_psnap(void **state) {
+  (void)state;
+  /* the paper's count, pushed without keeping the input: text, length, spot checks */
+  ms_fold *fold;
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  uint64_t n = 16384ULL * 2048;
+  for (uint64_t i = 0; i < n; i++)
+    assert_int_equal(ms_fold_push(fold, psnap_stride(i)), MS_OK);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  char *text = text_of(fold, ms_fold_format_signed);
+  assert_string_equal(text, "((+16^15 +48)^127 +16^15 -36816)^16384");
+  assert_int_equal(ms_fold_length(fold), n);
+  ms_fold_cursor *cursor;
+  assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_OK);
+  for (int probe = 0; probe < 2000; probe++) {
+    uint64_t index = rng_next() % n;
+    int64_t value[2];
+    assert_int_equal(ms_fold_cursor_seek(cursor, index), MS_OK);
+    assert_int_equal(ms_fold_cursor_read(cursor, value, 2), index + 1 < n ? 2 : 1);
+    assert_int_equal(value[0], psnap_stride(index));
+    if (index + 1 < n) assert_int_equal(value[1], psnap_stride(index + 1));
+  }
+  ms_fold_cursor_free(cursor);
+  free(text);
+  ms_fold_free(fold);
+  /* element by element, with fewer outer iterations */
+  seq s = {0};
+  for (uint64_t i = 0; i < 40 * 2048; i++)
+    seq_add(&s, psnap_stride(i));
+  fold = fold_values(s.v, s.n, 0, 0);
+  text = text_of(fold, ms_fold_format_signed);
+  assert_string_equal(text, "((+16^15 +48)^127 +16^15 -36816)^40");
+  assert_expands_to(fold, s.v, s.n);
+  free(text);
+  ms_fold_free(fold);
+  free(s.v);
+  /* expression (1) of the paper, with 40 outer iterations instead of 16384 */
+  assert_folds_to("((a^15 b)^127 a^15 c)^40 (a^15 b)^127 a^15 d",
+                  "((a^15 b)^127 a^15 c)^40 (a^15 b)^127 a^15 d", 0);
+}
+
+static void test_extreme_values(void **state) {
+  (void)state;
+  int64_t values[] = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, 0,
+                      INT64_MIN, INT64_MIN, INT64_MIN, -1,        -1,        INT64_MAX};
+  size_t n = sizeof values / sizeof *values;
+  ms_fold *fold = fold_values(values, n, 0, 0);
+  char *text = text_of(fold, ms_fold_format_signed);
+  assert_string_equal(text, "(-9223372036854775808 +9223372036854775807)^3 +0 "
+                            "-9223372036854775808^3 -1^2 +9223372036854775807");
+  assert_expands_to(fold, values, n);
+  ms_fold *parsed;
+  assert_int_equal(ms_fold_parse(text, strlen(text), ms_fold_parse_signed, NULL, &parsed, NULL),
+                   MS_OK);
+  assert_expands_to(parsed, values, n);
+  free(text);
+  ms_fold_free(parsed);
+  ms_fold_free(fold);
+}
+
+/* for (i = 1; i <= 6; i++) { for (j = 0; j < i; j++) a; b; }: the inner count differs in
+ * every outer iteration, so no group can hold two outer iterations. The fold stays exact
+ * and keeps each inner run as one term: b a b a^2 b ... (one term per run). */
+static void test_triangular_loop(void **state) {
+  (void)state;
+  assert_folds_to("a b a^2 b a^3 b a^4 b a^5 b a^6 b", "a b a^2 b a^3 b a^4 b a^5 b a^6 b", 0);
+  /* the same triangle repeated: the triangle itself becomes the repeated body */
+  assert_folds_to("(a b a^2 b a^3 b)^5", "(a b a^2 b a^3 b)^5", 0);
+}
+
+/* ---- Generated loop nests ------------------------------------------------------------- */
+
+/* A random loop nest written as an expression: bodies of 2..4 terms, each a value (fresh
+ * when `fresh`, else from a 3-letter alphabet) with count 1..4, or a loop with count
+ * 2..`max_count` + `extra` around a nested body. The same seed with a different `extra`
+ * gives the same structure with other loop counts. */
+static void gen_body(char *out, size_t size, int depth, bool fresh, int *next_value,
+                     unsigned max_count, unsigned extra, int top) {
+  int terms = top ? 1 + (int)rng_below(4) : 2 + (int)rng_below(3);
+  for (int t = 0; t < terms; t++) {
+    if (t > 0) strncat(out, " ", size - strlen(out) - 1);
+    char piece[64];
+    if (depth > 0 && rng_below(2)) {
+      unsigned count = 2 + rng_below(max_count - 1);
+      strncat(out, "(", size - strlen(out) - 1);
+      gen_body(out, size, depth - 1, fresh, next_value, max_count, extra, 0);
+      snprintf(piece, sizeof piece, ")^%u", count + extra);
+    } else {
+      int value = fresh ? (*next_value)++ : (int)rng_below(3);
+      unsigned count = 1 + rng_below(4);
+      if (value < 26)
+        snprintf(piece, sizeof piece, "%c", 'a' + value);
+      else
+        snprintf(piece, sizeof piece, "v%d", value);
+      if (count > 1) snprintf(piece + strlen(piece), sizeof piece - strlen(piece), "^%u", count);
+    }
+    strncat(out, piece, size - strlen(out) - 1);
+  }
+}
+
+/* With every value distinct, a loop nest folds back to exactly its own expression, and so
+ * its size does not depend on its loop counts. */
+static void test_generated_nests_fold_to_their_structure(void **state) {
+  (void)state;
+  static char text[1 << 16];
+  for (int trial = 0; trial < 300; trial++) {
+    uint64_t seed = rng_next();
+    uint64_t sizes[2];
+    for (int variant = 0; variant < 2; variant++) {
+      rng_state = seed;
+      int next_value = 0;
+      text[0] = '\0';
+      gen_body(text, sizeof text, 3, true, &next_value, 4, variant ? 9 : 0, 1);
+      assert_folds_to(text, text, 0);
+      seq values = {0};
+      expand_text(text, &values);
+      ms_fold *fold = fold_values(values.v, values.n, 0, 0);
+      sizes[variant] = ms_fold_node_count(fold);
+      ms_fold_free(fold);
+      free(values.v);
+    }
+    assert_int_equal(sizes[0], sizes[1]);
+    rng_state = seed + 1;
+  }
+}
+
+/* With values from a 3-letter alphabet a nest may fold into another equivalent shape; it
+ * must stay exact, and small whatever the loop counts. */
+static void test_generated_nests_small_alphabet(void **state) {
+  (void)state;
+  static char text[1 << 16];
+  for (int trial = 0; trial < 120; trial++) {
+    uint64_t seed = rng_next();
+    uint64_t nodes[2];
+    for (int variant = 0; variant < 2; variant++) {
+      rng_state = seed;
+      int unused = 0;
+      text[0] = '\0';
+      gen_body(text, sizeof text, 3, false, &unused, 4, variant ? 18 : 6, 1);
+      seq values = {0};
+      expand_text(text, &values);
+      ms_fold *fold = fold_values(values.v, values.n, 0, 0);
+      assert_expands_to(fold, values.v, values.n);
+      nodes[variant] = ms_fold_node_count(fold);
+      ms_fold_free(fold);
+      free(values.v);
+    }
+    /* 3x larger loop counts (beyond the first few) must not make the fold grow */
+    if (nodes[1] > nodes[0]) {
+      seq values = {0};
+      expand_text(text, &values);
+      ms_fold *fold = fold_values(values.v, values.n, 0, 0);
+      char *folded = text_of(fold, format_letter);
+      print_message("%s\n -> %s\n", text, folded);
+      fail_msg("trial %d: %llu nodes with small counts, %llu with large", trial,
+               (unsigned long long)nodes[0], (unsigned long long)nodes[1]);
+    }
+    rng_state = seed + 1;
+  }
+}
+
+/* Irregular input of every kind, with tiny and normal windows: always exact. */
+static void test_random_sequences_exact(void **state) {
+  (void)state;
+  uint32_t windows[] = {2, 3, 4, 5, 8, 64};
+  for (int trial = 0; trial < 400; trial++) {
+    size_t n = rng_below(600);
+    unsigned alphabet = 1 + rng_below(5);
+    int64_t *values = malloc((n + 1) * sizeof *values);
+    for (size_t i = 0; i < n; i++) {
+      /* runs and repeated chunks, to exercise merges that later break */
+      if (i > 8 && rng_below(3) == 0) {
+        size_t back = 1 + rng_below(8);
+        values[i] = values[i - back];
+      } else {
+        values[i] = (int64_t)rng_below(alphabet) - 1;
+      }
+    }
+    ms_fold *fold = fold_values(values, n, windows[trial % 6], 0);
+    assert_expands_to(fold, values, n);
+    ms_fold_free(fold);
+    free(values);
+  }
+}
+
+/* Seeking lands on the same element as reading from the start, in O(depth) arithmetic;
+ * includes bodies too long for the flat copies and folds that exhaust their budget. */
+static void test_seek(void **state) {
+  (void)state;
+  static char text[1 << 16];
+  for (int trial = 0; trial < 60; trial++) {
+    int next_value = 0;
+    text[0] = '\0';
+    gen_body(text, sizeof text, 3, trial % 2 == 0, &next_value, 12, 0, 1);
+    seq values = {0};
+    expand_text(text, &values);
+    ms_fold *fold = fold_values(values.v, values.n, 0, 0);
+    ms_fold_cursor *cursor;
+    assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_OK);
+    for (int probe = 0; probe < 200; probe++) {
+      uint64_t index = values.n ? rng_next() % values.n : 0;
+      assert_int_equal(ms_fold_cursor_seek(cursor, index), MS_OK);
+      assert_int_equal(ms_fold_cursor_position(cursor), index);
+      int64_t got[40];
+      size_t n = ms_fold_cursor_read(cursor, got, 40);
+      size_t expected = values.n - index < 40 ? values.n - index : 40;
+      assert_int_equal(n, expected);
+      for (size_t i = 0; i < n; i++)
+        assert_int_equal(got[i], values.v[index + i]);
+    }
+    assert_int_equal(ms_fold_cursor_seek(cursor, values.n), MS_OK);
+    int64_t last;
+    assert_false(ms_fold_cursor_next(cursor, &last));
+    assert_int_equal(ms_fold_cursor_seek(cursor, values.n + 1), MS_ERR_ARG);
+    ms_fold_cursor_free(cursor);
+    ms_fold_free(fold);
+    free(values.v);
+  }
+  /* 3000 distinct little loops (x y)^2: more small bodies than the flat-copy budget */
+  seq s = {0};
+  for (int i = 0; i < 3000; i++)
+    for (int r = 0; r < 2; r++) {
+      seq_add(&s, 1000 + 2 * i);
+      seq_add(&s, 1001 + 2 * i);
+    }
+  ms_fold *fold = fold_values(s.v, s.n, 0, 0);
+  assert_int_equal(ms_fold_node_count(fold), 3 * 3000);
+  assert_expands_to(fold, s.v, s.n);
+  ms_fold_cursor *cursor;
+  assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_OK);
+  for (int probe = 0; probe < 1000; probe++) {
+    uint64_t index = rng_next() % s.n;
+    int64_t value;
+    assert_int_equal(ms_fold_cursor_seek(cursor, index), MS_OK);
+    assert_true(ms_fold_cursor_next(cursor, &value));
+    assert_int_equal(value, s.v[index]);
+  }
+  ms_fold_cursor_free(cursor);
+  ms_fold_free(fold);
+  free(s.v);
+}
+
+/* Seeking into a huge expression never expands it: 2^62 elements. */
+static void test_seek_huge(void **state) {
+  (void)state;
+  const char *text = "((+1^1024 -1)^1048576 +2^4095 +7)^1023 +5^3";
+  ms_fold *fold;
+  assert_int_equal(ms_fold_parse(text, strlen(text), ms_fold_parse_signed, NULL, &fold, NULL),
+                   MS_OK);
+  uint64_t inner = 1024 + 1;
+  uint64_t outer = inner * 1048576 + 4095 + 1;
+  assert_int_equal(ms_fold_length(fold), outer * 1023 + 3);
+  ms_fold_cursor *cursor;
+  assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_OK);
+  int64_t v[3];
+  assert_int_equal(ms_fold_cursor_seek(cursor, outer * 1022 + inner * 1048576 + 4094), MS_OK);
+  assert_int_equal(ms_fold_cursor_read(cursor, v, 3), 3);
+  assert_int_equal(v[0], 2);
+  assert_int_equal(v[1], 7);
+  assert_int_equal(v[2], 5);
+  assert_int_equal(ms_fold_cursor_seek(cursor, outer * 500 + inner * 77 + 1024), MS_OK);
+  assert_true(ms_fold_cursor_next(cursor, v));
+  assert_int_equal(v[0], -1);
+  uint64_t sum;
+  /* one outer iteration sums to 1024*1048576 - 1048576 + 2*4095 + 7 */
+  uint64_t per_outer = 1023ULL * 1048576 + 2 * 4095 + 7;
+  assert_int_equal(ms_fold_prefix_sum(fold, outer * 3 + 10, &sum), MS_OK);
+  assert_int_equal(sum, per_outer * 3 + 10);
+  assert_int_equal(ms_fold_prefix_sum(fold, ms_fold_length(fold), &sum), MS_OK);
+  assert_int_equal(sum, per_outer * 1023 + 15);
+  ms_fold_cursor_free(cursor);
+  ms_fold_free(fold);
+}
+
+/* ---- Text -------------------------------------------------------------------------------- */
+
+static void test_round_trip(void **state) {
+  (void)state;
+  static char text[1 << 16];
+  for (int trial = 0; trial < 200; trial++) {
+    int next_value = 0;
+    text[0] = '\0';
+    gen_body(text, sizeof text, 4, trial % 3 != 0, &next_value, 5, 0, 1);
+    seq values = {0};
+    expand_text(text, &values);
+    ms_fold *fold = fold_values(values.v, values.n, trial % 2 ? 6 : 0, 0);
+    char *first = text_of(fold, format_letter);
+    ms_fold *parsed;
+    size_t column = 99;
+    assert_int_equal(ms_fold_parse(first, strlen(first), parse_letter, NULL, &parsed, &column),
+                     MS_OK);
+    assert_int_equal(column, 0);
+    char *second = text_of(parsed, format_letter);
+    assert_string_equal(first, second);
+    assert_int_equal(ms_fold_node_count(parsed), ms_fold_node_count(fold));
+    assert_int_equal(ms_fold_depth(parsed), ms_fold_depth(fold));
+    assert_expands_to(parsed, values.v, values.n);
+    free(first);
+    free(second);
+    ms_fold_free(parsed);
+    ms_fold_free(fold);
+    free(values.v);
+  }
+  /* free spacing and count-1 terms are accepted; the writer normalizes them */
+  const char *loose = " ( a^1\n b )^2\t(c d)^1 e^1 ";
+  ms_fold *fold;
+  assert_int_equal(ms_fold_parse(loose, strlen(loose), parse_letter, NULL, &fold, NULL), MS_OK);
+  char *normal = text_of(fold, format_letter);
+  assert_string_equal(normal, "(a b)^2 (c d)^1 e");
+  assert_int_equal(ms_fold_length(fold), 7);
+  free(normal);
+  ms_fold_free(fold);
+}
+
+static void assert_parse_error(const char *text, size_t expected_column, const char *message_part) {
+  ms_fold *fold = (ms_fold *)1;
+  size_t column = 0;
+  assert_int_equal(ms_fold_parse(text, strlen(text), ms_fold_parse_signed, NULL, &fold, &column),
+                   MS_ERR_FORMAT);
+  assert_null(fold);
+  if (column != expected_column || !strstr(ms_error_message(), message_part))
+    fail_msg("parsing '%s': column %zu (expected %zu), message '%s' (expected '%s')", text, column,
+             expected_column, ms_error_message(), message_part);
+}
+
+static void test_parse_errors(void **state) {
+  (void)state;
+  assert_parse_error("(+1 +2", 1, "unbalanced '('");
+  assert_parse_error("+1 ((+2 +3)^2 +4", 4, "unbalanced '('");
+  assert_parse_error("+1 +2)^2", 6, "unbalanced ')'");
+  assert_parse_error("()^2", 2, "empty group");
+  assert_parse_error("(+1 +2)", 8, "expected '^'");
+  assert_parse_error("(+1 +2) ^3", 8, "expected '^'");
+  assert_parse_error("(+1 +2)^", 9, "expected a count");
+  assert_parse_error("+1^", 4, "expected a count");
+  assert_parse_error("+1^0", 4, "zero count");
+  assert_parse_error("(+1)^00", 6, "zero count");
+  assert_parse_error("+1^18446744073709551616", 4, "count beyond");
+  assert_parse_error("+1^3x", 5, "unexpected character");
+  assert_parse_error("+1^3^2", 5, "unexpected '^'");
+  assert_parse_error("^3", 1, "'^' without");
+  assert_parse_error("+1 ^3", 4, "'^' without");
+  assert_parse_error("+1 +2x -3", 4, "bad value '+2x'");
+  assert_parse_error("+1 9223372036854775808", 4, "bad value");
+  assert_parse_error("+1 --2", 4, "bad value");
+  assert_parse_error("+1 +", 4, "bad value");
+  /* total length beyond 2^64-1: by one term, by a count, by a sum at the top level */
+  assert_parse_error("(+1^4294967296)^4294967296", 1, "exceeds 2^64-1");
+  assert_parse_error("+1^18446744073709551615 +2", 25, "exceeds 2^64-1");
+  assert_parse_error("((+1^4294967295 +2)^4294967297 +1)^2", 2, "exceeds 2^64-1");
+  ms_fold *fold;
+  const char *max = "+1^18446744073709551614 +2";
+  assert_int_equal(ms_fold_parse(max, strlen(max), ms_fold_parse_signed, NULL, &fold, NULL), MS_OK);
+  assert_int_equal(ms_fold_length(fold), UINT64_MAX);
+  ms_fold_free(fold);
+  /* nesting deeper than MS_FOLD_MAX_DEPTH */
+  size_t depth = MS_FOLD_MAX_DEPTH + 1;
+  char *deep = malloc(depth * 5 + 8);
+  size_t at = 0;
+  for (size_t i = 0; i < depth; i++)
+    deep[at++] = '(';
+  deep[at++] = '0';
+  for (size_t i = 0; i < depth; i++) {
+    memcpy(deep + at, ")^1", 3);
+    at += 3;
+  }
+  deep[at] = '\0';
+  assert_parse_error(deep, MS_FOLD_MAX_DEPTH + 1, "nested too deeply");
+  /* exactly MS_FOLD_MAX_DEPTH levels are fine, and format back */
+  ms_fold *ok;
+  assert_int_equal(ms_fold_parse(deep + 1, strlen(deep) - 4, ms_fold_parse_signed, NULL, &ok, NULL),
+                   MS_OK);
+  assert_int_equal(ms_fold_depth(ok), MS_FOLD_MAX_DEPTH);
+  char *back = text_of(ok, ms_fold_format_decimal);
+  assert_int_equal(strlen(back), strlen(deep) - 4);
+  free(back);
+  ms_fold_free(ok);
+  free(deep);
+  /* the empty expression is the empty sequence */
+  assert_int_equal(ms_fold_parse("  \n", 3, ms_fold_parse_signed, NULL, &fold, NULL), MS_OK);
+  assert_int_equal(ms_fold_length(fold), 0);
+  ms_fold_free(fold);
+}
+
+static int format_bad(char *buffer, int64_t value, void *context) {
+  (void)context;
+  return snprintf(buffer, MS_FOLD_VALUE_TEXT_MAX, "x y%lld", (long long)value);
+}
+
+static void test_value_syntaxes(void **state) {
+  (void)state;
+  char buffer[MS_FOLD_VALUE_TEXT_MAX];
+  int64_t value;
+  assert_int_equal(ms_fold_format_signed(buffer, 0, NULL), 2);
+  assert_string_equal(buffer, "+0");
+  ms_fold_format_signed(buffer, INT64_MIN, NULL);
+  assert_string_equal(buffer, "-9223372036854775808");
+  assert_int_equal(ms_fold_parse_signed("-9223372036854775808", 20, &value, NULL), 0);
+  assert_int_equal(value, INT64_MIN);
+  assert_int_equal(ms_fold_parse_signed("+9223372036854775807", 20, &value, NULL), 0);
+  assert_int_equal(value, INT64_MAX);
+  assert_int_equal(ms_fold_parse_signed("17", 2, &value, NULL), 0);
+  assert_int_equal(value, 17);
+  assert_int_not_equal(ms_fold_parse_signed("-9223372036854775809", 20, &value, NULL), 0);
+  assert_int_not_equal(ms_fold_parse_decimal("+5", 2, &value, NULL), 0);
+  ms_fold_format_decimal(buffer, -36816, NULL);
+  assert_string_equal(buffer, "-36816");
+  /* a formatter that writes a separator is refused rather than written */
+  int64_t values[] = {1, 2};
+  ms_fold *fold = fold_values(values, 2, 0, 0);
+  char *text = (char *)1;
+  assert_int_equal(ms_fold_format(fold, format_bad, NULL, &text, NULL), MS_ERR_ARG);
+  assert_null(text);
+  ms_fold_free(fold);
+}
+
+/* ---- Options, cap, lifecycle --------------------------------------------------------------- */
+
+static void test_window(void **state) {
+  (void)state;
+  /* window 8: bodies of up to 4 terms fold, 5 do not (but stay exact) */
+  assert_folds_to("(a b c d)^5", "(a b c d)^5", 8);
+  assert_folds_to("(a b c d e)^3", "a b c d e a b c d e a b c d e", 8);
+  assert_folds_to("(a b c d e)^3", "(a b c d e)^3", 10);
+  ms_fold_options options = {1, 0};
+  ms_fold *fold = (ms_fold *)1;
+  assert_int_equal(ms_fold_new(&options, &fold), MS_ERR_ARG);
+  assert_null(fold);
+  assert_non_null(strstr(ms_error_message(), "window"));
+  options.window = MS_FOLD_MAX_WINDOW + 1;
+  assert_int_equal(ms_fold_new(&options, &fold), MS_ERR_ARG);
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  int64_t many[] = {7, 7, 7, 9, 7, 7, 7, 9};
+  assert_int_equal(ms_fold_push_many(fold, many, 8), MS_OK);
+  assert_int_equal(ms_fold_length(fold), 8);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  char *many_text = text_of(fold, ms_fold_format_decimal);
+  assert_string_equal(many_text, "(7^3 9)^2");
+  free(many_text);
+  ms_fold_cursor *empty_read;
+  assert_int_equal(ms_fold_cursor_new(fold, &empty_read), MS_OK);
+  assert_int_equal(ms_fold_cursor_read(empty_read, many, 0), 0);
+  assert_int_equal(ms_fold_cursor_position(empty_read), 0);
+  ms_fold_cursor_free(empty_read);
+  assert_int_equal(ms_fold_push_many(fold, many, 2), MS_ERR_ARG);
+  ms_fold_free(fold);
+  assert_int_equal(ms_fold_new(NULL, &fold), MS_OK);
+  assert_int_equal(ms_fold_push(fold, 4), MS_OK);
+  size_t length;
+  assert_null(ms_fold_sequence(fold, 0, &length)); /* not finished yet */
+  ms_fold_cursor *cursor = (ms_fold_cursor *)1;
+  assert_int_equal(ms_fold_cursor_new(fold, &cursor), MS_ERR_ARG);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  assert_int_equal(ms_fold_push(fold, 4), MS_ERR_ARG);
+  assert_int_equal(ms_fold_length(fold), 1);
+  ms_fold_free(fold);
+}
+
+/* The structure accessors describe the same tree as the text. */
+static void test_structure(void **state) {
+  (void)state;
+  const char *text = "((+16^15 +48)^127 +16^15 -36816)^16384 +8";
+  ms_fold *fold;
+  assert_int_equal(ms_fold_parse(text, strlen(text), ms_fold_parse_signed, NULL, &fold, NULL),
+                   MS_OK);
+  size_t n;
+  const ms_fold_term *top = ms_fold_sequence(fold, 0, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(top[0].count, 16384);
+  assert_int_not_equal(top[0].group, 0);
+  assert_int_equal(top[1].group, 0);
+  assert_int_equal(top[1].value, 8);
+  const ms_fold_term *outer = ms_fold_sequence(fold, top[0].group, &n);
+  assert_int_equal(n, 3);
+  assert_int_equal(outer[0].count, 127);
+  assert_int_equal(outer[1].value, 16);
+  assert_int_equal(outer[1].count, 15);
+  assert_int_equal(outer[2].value, -36816);
+  assert_int_equal(ms_fold_sequence_length(fold, top[0].group), 127 * 16 + 16);
+  assert_int_equal(ms_fold_sequence_length(fold, 0), (127 * 16 + 16) * 16384 + 1);
+  assert_int_equal(ms_fold_node_count(fold), 7);
+  assert_int_equal(ms_fold_depth(fold), 2);
+  assert_null(ms_fold_sequence(fold, 99, &n));
+  assert_int_equal(n, 0);
+  ms_fold_free(fold);
+}
+
+static void test_cap(void **state) {
+  (void)state;
+  ms_fold_options options = {0, 100};
+  ms_fold *fold;
+  assert_int_equal(ms_fold_new(&options, &fold), MS_OK);
+  seq stored = {0};
+  int status = MS_OK;
+  uint64_t value = 1;
+  for (int i = 0; i < 1000 && status == MS_OK; i++) {
+    value = value * 6364136223846793005ULL + 1442695040888963407ULL; /* never repeats here */
+    status = ms_fold_push(fold, (int64_t)value);
+    if (status == MS_OK) seq_add(&stored, (int64_t)value);
+  }
+  assert_int_equal(status, MS_FOLD_OVER_CAP);
+  assert_true(ms_fold_over_cap(fold));
+  assert_int_equal(stored.n, 101); /* the push that crossed the cap is kept */
+  assert_int_equal(ms_fold_push(fold, 1), MS_FOLD_OVER_CAP);
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  assert_int_equal(ms_fold_node_count(fold), 101);
+  assert_expands_to(fold, stored.v, stored.n);
+  ms_fold_free(fold);
+  /* a regular sequence never reaches the cap, however long */
+  assert_int_equal(ms_fold_new(&options, &fold), MS_OK);
+  for (int k = 0; k < 2000; k++)
+    for (int j = 0; j < 50; j++) {
+      for (int i = 0; i < 7; i++)
+        assert_int_equal(ms_fold_push(fold, 8), MS_OK);
+      assert_int_equal(ms_fold_push(fold, 64), MS_OK);
+    }
+  assert_false(ms_fold_over_cap(fold));
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  assert_int_equal(ms_fold_node_count(fold), 3);
+  assert_int_equal(ms_fold_length(fold), 2000 * 50 * 8);
+  ms_fold_free(fold);
+  /* the cap crossed while a group is open: the partial iteration is kept exactly */
+  options.max_nodes = 4;
+  assert_int_equal(ms_fold_new(&options, &fold), MS_OK);
+  int64_t pattern[] = {1, 2, 3, 1, 2, 3, 1, 2, 9, 10, 11, 12, 13};
+  size_t kept = 0;
+  for (size_t i = 0; i < sizeof pattern / sizeof *pattern; i++)
+    if (ms_fold_push(fold, pattern[i]) == MS_OK) kept++;
+  assert_true(ms_fold_over_cap(fold));
+  assert_int_equal(ms_fold_finish(fold), MS_OK);
+  assert_expands_to(fold, pattern, kept);
+  free(stored.v);
+  ms_fold_free(fold);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_classic_shapes),
+      cmocka_unit_test(test_paper_scalamemtrace),
+      cmocka_unit_test(test_paper_figure3_steps),
+      cmocka_unit_test(test_paper_psnap),
+      cmocka_unit_test(test_extreme_values),
+      cmocka_unit_test(test_triangular_loop),
+      cmocka_unit_test(test_generated_nests_fold_to_their_structure),
+      cmocka_unit_test(test_generated_nests_small_alphabet),
+      cmocka_unit_test(test_random_sequences_exact),
+      cmocka_unit_test(test_seek),
+      cmocka_unit_test(test_seek_huge),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_parse_errors),
+      cmocka_unit_test(test_value_syntaxes),
+      cmocka_unit_test(test_window),
+      cmocka_unit_test(test_structure),
+      cmocka_unit_test(test_cap),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

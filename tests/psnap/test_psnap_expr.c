@@ -1,0 +1,120 @@
+/* Expressions: text round trip, errors with their column, and cursors that seek
+ * arithmetically, checked against a plain expansion. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "memsnap/error.h"
+#include "memsnap/psnap.h"
+
+static void round_trip(const char *text, ms_psnap_expr_kind kind) {
+  ms_psnap_expr e;
+  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), kind, "t", 1, 1), 0);
+  char *back = ms_psnap_expr_string(&e, kind);
+  assert_string_equal(back, text);
+  free(back);
+  ms_psnap_expr_free(&e);
+}
+
+static void text_round_trip(void **state) {
+  (void)state;
+  round_trip("((+16^15 +48)^127 +16^15 -36816)^16384 (+16^15 +48)^127 +16^15 -18384",
+             MS_PSNAP_STRIDES);
+  round_trip("", MS_PSNAP_STRIDES);
+  round_trip("+0", MS_PSNAP_STRIDES);
+  round_trip("-9223372036854775808 +9223372036854775807", MS_PSNAP_STRIDES);
+  round_trip("s0 (s1 s2^3 (s4 s5)^2)^100000 s6", MS_PSNAP_SITES);
+  round_trip("(s1)", MS_PSNAP_SITES);
+}
+
+static void expect_error(const char *text, ms_psnap_expr_kind kind, const char *where) {
+  ms_psnap_expr e;
+  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), kind, "p.psnap", 7, 10),
+                   MS_ERR_FORMAT);
+  if (!strstr(ms_error_message(), where)) fail_msg("'%s' lacks '%s'", ms_error_message(), where);
+}
+
+static void malformed(void **state) {
+  (void)state;
+  expect_error("(+8 +16", MS_PSNAP_STRIDES, "p.psnap:7:10: unbalanced '('");
+  expect_error("+8 +16)", MS_PSNAP_STRIDES, "p.psnap:7:16: unbalanced ')'");
+  expect_error("+8^0", MS_PSNAP_STRIDES, "p.psnap:7:14");
+  expect_error("+8^99999999999999999999", MS_PSNAP_STRIDES, "overflows");
+  expect_error("(+8^4294967296)^4294967296", MS_PSNAP_STRIDES, "2^64");
+  expect_error("s1 x2", MS_PSNAP_SITES, "p.psnap:7:13");
+  expect_error("()", MS_PSNAP_SITES, "empty group");
+  expect_error("+8(+4)", MS_PSNAP_STRIDES, "blank");
+}
+
+static int64_t *expand(const ms_psnap_expr *e, uint32_t node, int64_t *out) {
+  const ms_psnap_node *n = &e->nodes[node];
+  for (uint64_t r = 0; r < n->repeat; r++) {
+    if (n->count == 0) {
+      *out++ = n->value;
+      continue;
+    }
+    for (uint32_t c = 0; c < n->count; c++)
+      out = expand(e, e->children[n->first + c], out);
+  }
+  return out;
+}
+
+static void cursor_seeks(void **state) {
+  (void)state;
+  const char *text = "s0 ((s1 s2^3)^4 s3 (s0^2 s2)^3)^5 s1^2";
+  ms_psnap_expr e;
+  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), MS_PSNAP_SITES, "t", 1, 1), 0);
+  assert_int_equal(ms_psnap_expr_index_values(&e, 4), 0);
+  int64_t all[1000];
+  size_t n = (size_t)(expand(&e, e.root, all) - all);
+  assert_int_equal(n, e.total);
+  ms_psnap_cursor c;
+  assert_int_equal(ms_psnap_cursor_init(&c, &e, 0), 0);
+  for (size_t start = 0; start <= n; start++) {
+    uint64_t counts[4] = {0}, expected_counts[4] = {0};
+    int64_t sum = ms_psnap_cursor_seek(&c, start, counts), expected_sum = 0;
+    for (size_t i = 0; i < start; i++)
+      expected_sum += all[i], expected_counts[all[i]]++;
+    assert_int_equal(sum, expected_sum);
+    assert_memory_equal(counts, expected_counts, sizeof counts);
+    for (size_t i = start; i < n;) {
+      int64_t v;
+      uint64_t run = ms_psnap_cursor_run(&c, 2, &v);
+      assert_true(run >= 1);
+      for (uint64_t k = 0; k < run; k++)
+        assert_int_equal(v, all[i++]);
+    }
+    int64_t v;
+    assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 0);
+  }
+  ms_psnap_cursor_free(&c);
+  /* cyclic: seeking past the end wraps */
+  assert_int_equal(ms_psnap_cursor_init(&c, &e, 1), 0);
+  uint64_t counts[4] = {0};
+  int64_t sum = ms_psnap_cursor_seek(&c, 3 * n + 7, counts), expected = 0;
+  for (size_t i = 0; i < 7; i++)
+    expected += all[i];
+  int64_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += all[i];
+  assert_int_equal(sum, 3 * total + expected);
+  int64_t v;
+  assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 1);
+  assert_int_equal(v, all[7]);
+  ms_psnap_cursor_free(&c);
+  ms_psnap_expr_free(&e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(text_round_trip),
+      cmocka_unit_test(malformed),
+      cmocka_unit_test(cursor_seeks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
