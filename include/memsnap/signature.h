@@ -33,7 +33,7 @@
 
 #define MS_SIGNATURE_DEPTHS 17      /* depths and reuse bins 2^0..2^16 */
 #define MS_SIGNATURE_MAX_LEVELS 12  /* alpha levels: width / word <= 2^12 */
-#define MS_SIGNATURE_ALL UINT32_MAX /* bin of the whole program */
+#define MS_SIGNATURE_ALL (UINT32_MAX - 1) /* bin of the whole program (MS_SITE_NONE: no site) */
 
 typedef struct ms_signature_config {
   uint32_t width;    /* maximal line width in bytes: a power of two (default 512) */
