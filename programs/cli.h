@@ -16,6 +16,8 @@ int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_hierarchies(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_signature(int argc, char **argv);
+int cmd_show(int argc, char **argv);
 
 /* "memsnap CMD: message\n" on stderr. */
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));

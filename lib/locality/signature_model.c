@@ -171,7 +171,10 @@ static void rebuild_times(ms_signature_model *model) {
     uint32_t state = model->scratch[kept - time];
     model->states[state].time = time;
     model->time_state[time] = state;
-    model->fenwick[time] += 1;
+  }
+  /* Linear construction: every node passes its sum to its parent, up to the last slot. */
+  for (uint32_t time = 1; time <= TIME_SLOTS; time++) {
+    model->fenwick[time] += time <= kept;
     uint32_t parent = time + (time & (~time + 1));
     if (parent <= TIME_SLOTS) model->fenwick[parent] += model->fenwick[time];
   }
@@ -316,6 +319,7 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
     walk_tree(model, model->mru, word, 0, counts);
     return MS_OK;
   }
+  if (model->now == TIME_SLOTS) rebuild_times(model); /* before this line's time changes */
   int rc = find_line(model, line, &state, &cold);
   if (rc < 0) return rc;
   line_state *ls = &model->states[state];
@@ -335,10 +339,6 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
   } else {
     counts->cold++;
     walk_tree(model, state, word, 0, counts); /* first visit: marks only, counts nothing */
-  }
-  if (model->now == TIME_SLOTS) {
-    rebuild_times(model);
-    ls = &model->states[state];
   }
   ls->time = ++model->now;
   model->time_state[ls->time] = state;

@@ -160,17 +160,20 @@ static void test_spanning_access(void **state) {
   ms_signature_free(signature);
 }
 
-/* Cycles over n lines, 5 times: after the first cycle every reference has position n. */
+/* Cycles over n lines, at least 5 times and past 2^18 references (the model's time tree
+ * is rebuilt then): after the first cycle every reference has position n. */
 static void check_cycle(uint32_t lines) {
-  size_t count = (size_t)lines * 5;
+  size_t cycles = ((size_t)1 << 18) / lines + 2;
+  if (cycles < 5) cycles = 5;
+  size_t count = (size_t)lines * cycles;
   ms_access *trace = malloc(count * sizeof *trace);
   assert_non_null(trace);
   for (size_t i = 0; i < count; i++)
-    trace[i] = word_access(i % lines, (uint32_t)(i / lines), 512);
+    trace[i] = word_access(i % lines, (uint32_t)(i / lines % 5), 512);
   ms_signature *signature = run_model(trace, count, 512);
   const ms_signature_bin *bin = &signature->bins[0];
   assert_true(bin->references == (double)count);
-  double reused = (double)lines * 4;
+  double reused = (double)(count - lines);
   for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
     assert_true(bin->hits[k] == ((1u << k) >= lines ? reused : 0));
   /* Word i/lines: the root keeps half 0 (words 0..4): yes in the lines' bin every time. */
