@@ -1,10 +1,13 @@
-/* memsnap signature [--width 512] [--word 4] [--sample ON/OFF] [--per-site [--site-cap N]]
+/* memsnap signature [--width 512] [--word 4] [--sample ON/OFF [--sample-cold] [--warmup N]]
+ *                   [--per-site [--site-cap N]]
  *                   [--json] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)
  *
  * Extracts the memory signature of a trace or a live program (memsnap/signature.h): the
  * reuse CDF at the maximal width and the alpha values by reuse bin, optionally with
- * interval sampling (each interval starts cold, as in the dissertation's tracer) and
- * per-site bins. Writes the .sig text format, or JSON with --json.
+ * interval sampling (by default the model's state is kept across the skipped accesses;
+ * --sample-cold starts each interval cold as the dissertation's tracer; --warmup feeds the
+ * end of each skipped run to the state without counting it) and per-site bins. Writes the .sig text
+ * format, or JSON with --json.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -22,7 +25,11 @@ static void usage(FILE *to) {
           "  -o, --output FILE   where to write (default: standard output)\n"
           "  --width N           maximal line width in bytes, a power of two (default 512)\n"
           "  --word N            word size in bytes, a power of two (default 4)\n"
-          "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M\n"
+          "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M;\n"
+          "                      the model's state is kept across the skipped accesses\n"
+          "  --sample-cold       with --sample: every interval starts cold (no history)\n"
+          "  --warmup N          with --sample: the last N skipped accesses before each interval\n"
+          "                      update the model's state without being counted\n"
           "  --per-site          also one signature per site (results binned, state shared)\n"
           "  --site-cap N        with --per-site: model at most N accesses of each site\n"
           "  --json              JSON instead of the .sig text format\n");
@@ -31,6 +38,8 @@ static void usage(FILE *to) {
 typedef struct signature_options {
   ms_signature_config config;
   uint64_t sample_on, sample_off;
+  uint64_t warmup; /* accesses before each interval that warm the model */
+  int cold;        /* forget the model's history at each interval */
   int json;
   const char *output;
 } signature_options;
@@ -67,6 +76,8 @@ static int parse_options(int argc, char **argv, signature_options *options) {
                                                {"width", required_argument, NULL, 'w'},
                                                {"word", required_argument, NULL, 'W'},
                                                {"sample", required_argument, NULL, 's'},
+                                               {"sample-cold", no_argument, NULL, 'C'},
+                                               {"warmup", required_argument, NULL, 'u'},
                                                {"per-site", no_argument, NULL, 'p'},
                                                {"site-cap", required_argument, NULL, 'c'},
                                                {"json", no_argument, NULL, 'j'},
@@ -87,6 +98,13 @@ static int parse_options(int argc, char **argv, signature_options *options) {
     case 's':
       if (parse_sample(argv[0], optarg, options) < 0) return 2;
       break;
+    case 'C': options->cold = 1; break;
+    case 'u':
+      if (cli_parse_count(optarg, &options->warmup) < 0) {
+        cli_error(argv[0], "bad --warmup '%s' (a count)", optarg);
+        return 2;
+      }
+      break;
     case 'p': options->config.per_site = 1; break;
     case 'c':
       if (cli_parse_count(optarg, &options->config.site_cap) < 0 || options->config.site_cap == 0) {
@@ -100,6 +118,15 @@ static int parse_options(int argc, char **argv, signature_options *options) {
     default: return cli_option_error(argv[0], c, argv);
     }
   }
+  if ((options->cold || options->warmup) && !options->sample_off) {
+    cli_error(argv[0], "--sample-cold and --warmup need --sample ON/OFF with OFF > 0");
+    return 2;
+  }
+  if (options->warmup > options->sample_off) {
+    cli_error(argv[0], "--warmup %llu exceeds the %llu skipped accesses of --sample",
+              (unsigned long long)options->warmup, (unsigned long long)options->sample_off);
+    return 2;
+  }
   if (cap_given && !options->config.per_site) {
     cli_error(argv[0], "--site-cap needs --per-site");
     return 2;
@@ -107,7 +134,7 @@ static int parse_options(int argc, char **argv, signature_options *options) {
   return -1;
 }
 
-/* Interval sampling: every interval starts cold (section 3.3.1). */
+/* --sample-cold: every interval starts cold, as the dissertation's tracer (section 3.3.1). */
 static int forget_history(void *context, uint64_t interval) {
   (void)interval;
   ms_signature_model_forget(context);
@@ -146,7 +173,7 @@ int cmd_signature(int argc, char **argv) {
     return 2;
   }
   ms_signature_model *model = NULL;
-  ms_sink *model_sink = NULL, *sample_sink = NULL;
+  ms_sink *model_sink = NULL, *sample_sink = NULL, *warm_sink = NULL;
   ms_source *source = NULL;
   ms_signature *signature = NULL;
   status = 1;
@@ -156,8 +183,14 @@ int cmd_signature(int argc, char **argv) {
     goto done;
   }
   if (options.sample_off > 0 &&
-      ms_sample_sink_new(model_sink, options.sample_on, options.sample_off, forget_history, model,
-                         &sample_sink) < 0) {
+      ms_sample_sink_new(model_sink, options.sample_on, options.sample_off,
+                         options.cold ? forget_history : NULL, model, &sample_sink) < 0) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  if (sample_sink && options.warmup &&
+      (ms_signature_warm_sink_new(model, &warm_sink) < 0 ||
+       ms_sample_sink_set_warmup(sample_sink, warm_sink, options.warmup) < 0)) {
     status = cli_fail(argv[0]);
     goto done;
   }
@@ -187,6 +220,7 @@ done:
   ms_signature_free(signature);
   ms_source_destroy(source);
   ms_sink_destroy(sample_sink);
+  ms_sink_destroy(warm_sink);
   ms_sink_destroy(model_sink);
   ms_signature_model_free(model);
   return status;

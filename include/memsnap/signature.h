@@ -31,8 +31,8 @@
 
 #include "memsnap/stream.h"
 
-#define MS_SIGNATURE_DEPTHS 17      /* depths and reuse bins 2^0..2^16 */
-#define MS_SIGNATURE_MAX_LEVELS 12  /* alpha levels: width / word <= 2^12 */
+#define MS_SIGNATURE_DEPTHS 17            /* depths and reuse bins 2^0..2^16 */
+#define MS_SIGNATURE_MAX_LEVELS 12        /* alpha levels: width / word <= 2^12 */
 #define MS_SIGNATURE_ALL (UINT32_MAX - 1) /* bin of the whole program (MS_SITE_NONE: no site) */
 
 typedef struct ms_signature_config {
@@ -87,8 +87,12 @@ void ms_signature_model_forget(ms_signature_model *model);
  * number added). */
 int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
                               uint64_t accesses_seen, ms_signature **out);
-/* A sink that feeds the model (the model is not owned). */
+/* Updates the model's state (LRU order, trees) with accesses without counting them: the
+ * warm-up before a sampling interval. */
+int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count);
+/* A sink that feeds the model, and one that warms it (the model is not owned). */
 int ms_signature_sink_new(ms_signature_model *model, ms_sink **out);
+int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out);
 
 void ms_signature_free(ms_signature *signature);
 

@@ -20,7 +20,16 @@ typedef struct sample_sink {
   uint64_t seen, kept;
   ms_sample_interval_fn on_interval;
   void *context;
+  ms_sink *warm; /* receives the last warm_count accesses of every skipped run */
+  uint64_t warm_count;
+  uint64_t announced; /* intervals announced so far */
 } sample_sink;
+
+static int announce(sample_sink *sample, uint64_t interval) {
+  if (interval < sample->announced) return MS_OK;
+  sample->announced = interval + 1;
+  return sample->on_interval ? sample->on_interval(sample->context, interval) : MS_OK;
+}
 
 static ms_stream_info sampled_info(const sample_sink *sample, const ms_stream_info *info) {
   ms_stream_info copy = *info;
@@ -46,9 +55,10 @@ static int sample_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
   sample->seen += batch->count;
   while (done < batch->count) {
     size_t left = batch->count - done;
+    uint64_t warm_from = period - sample->warm_count; /* warm-up: [warm_from, period) */
     if (sample->position < sample->on) {
-      if (sample->position == 0 && sample->on_interval) {
-        int rc = sample->on_interval(sample->context, sample->interval);
+      if (sample->position == 0) {
+        int rc = announce(sample, sample->interval);
         if (rc < 0) return rc;
       }
       uint64_t run = sample->on - sample->position;
@@ -59,11 +69,23 @@ static int sample_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
       sample->kept += take;
       sample->position += take;
       done += take;
-    } else {
-      uint64_t run = period - sample->position;
+    } else if (sample->position < warm_from) {
+      uint64_t run = warm_from - sample->position;
       size_t skip = run < left ? (size_t)run : left;
       sample->position += skip;
       done += skip;
+    } else {
+      if (sample->position == warm_from) {
+        int rc = announce(sample, sample->interval + 1);
+        if (rc < 0) return rc;
+      }
+      uint64_t run = period - sample->position;
+      size_t take = run < left ? (size_t)run : left;
+      ms_batch part = {batch->accesses + done, take, take};
+      int rc = sample->warm->ops->consume(sample->warm, &copy, &part);
+      if (rc < 0) return rc;
+      sample->position += take;
+      done += take;
     }
     if (sample->off > 0 && sample->position == period) {
       sample->position = 0;
@@ -99,6 +121,18 @@ int ms_sample_sink_new(ms_sink *inner, uint64_t on, uint64_t off, ms_sample_inte
   sample->on_interval = on_interval;
   sample->context = context;
   *out = &sample->base;
+  return MS_OK;
+}
+
+int ms_sample_sink_set_warmup(ms_sink *sink, ms_sink *warm, uint64_t count) {
+  sample_sink *sample = (sample_sink *)sink;
+  if (count > sample->off || (count > 0 && !warm))
+    return ms_error_set(MS_ERR_ARG,
+                        "interval sampling: warm-up of %llu accesses needs a sink and "
+                        "at most the %llu skipped",
+                        (unsigned long long)count, (unsigned long long)sample->off);
+  sample->warm = warm;
+  sample->warm_count = count;
   return MS_OK;
 }
 

@@ -60,6 +60,8 @@ struct ms_signature_model {
   uint32_t mru;         /* state of the most recent reference, or NO_STATE */
 
   sig_counts total;   /* whole program when not per site */
+  sig_counts discard; /* counts of warm-up references, never reported */
+  int warming;
   sig_counts **sites; /* per site (per_site), by site id */
   uint32_t site_capacity;
   sig_counts *no_site; /* per site: accesses without a site */
@@ -351,17 +353,17 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
   unsigned line_shift = model->line_shift, word_shift = model->word_shift;
   uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
-  sig_counts *counts = &model->total;
+  sig_counts *counts = model->warming ? &model->discard : &model->total;
   for (size_t i = 0; i < count; i++) {
     const ms_access *access = &accesses[i];
-    if (model->config.per_site) {
+    if (model->config.per_site && !model->warming) {
       counts = site_counts(model, access->site);
       if (!counts) return ms_error_set(MS_ERR_NOMEM, "out of memory for per-site signatures");
       counts->executions++;
       if (model->config.site_cap && counts->modeled >= model->config.site_cap) continue;
     }
     counts->modeled++;
-    model->added++;
+    model->added += !model->warming;
     uint64_t first = access->address >> line_shift;
     uint64_t last = (access->address + (access->size ? access->size - 1u : 0u)) >> line_shift;
     uint32_t word = (uint32_t)((access->address & line_mask) >> word_shift);
@@ -373,6 +375,13 @@ int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
     }
   }
   return MS_OK;
+}
+
+int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  model->warming = 1;
+  int rc = ms_signature_model_add(model, accesses, count);
+  model->warming = 0;
+  return rc;
 }
 
 /* ---- result ---- */
@@ -488,23 +497,35 @@ const sig_counts *sig_model_counts(const ms_signature_model *model) { return &mo
 typedef struct signature_sink {
   ms_sink base;
   ms_signature_model *model;
+  int warm;
 } signature_sink;
 
 static int signature_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
+  signature_sink *s = (signature_sink *)sink;
   (void)info;
-  return ms_signature_model_add(((signature_sink *)sink)->model, batch->accesses, batch->count);
+  return s->warm ? ms_signature_model_warm(s->model, batch->accesses, batch->count)
+                 : ms_signature_model_add(s->model, batch->accesses, batch->count);
 }
 
 static void signature_destroy(ms_sink *sink) { free(sink); }
 
 static const ms_sink_ops signature_ops = {NULL, signature_consume, NULL, signature_destroy};
 
-int ms_signature_sink_new(ms_signature_model *model, ms_sink **out) {
+static int new_sink(ms_signature_model *model, int warm, ms_sink **out) {
   signature_sink *sink = calloc(1, sizeof *sink);
   *out = NULL;
   if (!sink) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature sink");
   sink->base.ops = &signature_ops;
   sink->model = model;
+  sink->warm = warm;
   *out = &sink->base;
   return MS_OK;
+}
+
+int ms_signature_sink_new(ms_signature_model *model, ms_sink **out) {
+  return new_sink(model, 0, out);
+}
+
+int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out) {
+  return new_sink(model, 1, out);
 }

@@ -252,6 +252,36 @@ static void test_interval_sampling(void **state) {
   assert_int_equal(ms_sample_sink_new(&inner.base, 0, 7, NULL, NULL, &sample), MS_ERR_ARG);
 }
 
+/* Warm-up: the last 2 of every 7 skipped accesses go to the warm sink, and the interval
+ * they lead into is announced before them. */
+static void test_interval_warmup(void **state) {
+  (void)state;
+  collect_sink inner = {{&collect_ops}, 0, 0, 0, 0}, warm = {{&collect_ops}, 0, 0, 0, 0};
+  ms_sink *sample;
+  assert_int_equal(ms_sample_sink_new(&inner.base, 3, 7, count_interval, &inner, &sample), MS_OK);
+  assert_int_equal(ms_sample_sink_set_warmup(sample, &warm.base, 8), MS_ERR_ARG);
+  assert_int_equal(ms_sample_sink_set_warmup(sample, &warm.base, 2), MS_OK);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 64), MS_OK);
+  ms_stream_info info = {0};
+  batch.count = 45; /* 4 periods and a half */
+  uint64_t warm_sum = 0, warm_count = 0;
+  for (size_t i = 0; i < batch.count; i++) {
+    batch.accesses[i] = (ms_access){.address = i, .size = 1};
+    if (i % 10 >= 8) {
+      warm_sum += i;
+      warm_count++;
+    }
+  }
+  assert_int_equal(sample->ops->consume(sample, &info, &batch), MS_OK);
+  assert_int_equal(warm.count, warm_count);
+  assert_int_equal(warm.sum, warm_sum);
+  assert_int_equal(inner.count, 15);
+  assert_int_equal(inner.intervals_seen, 5); /* 0 at access 0, 1..4 at accesses 8, 18, ... */
+  ms_sink_destroy(sample);
+  ms_batch_free(&batch);
+}
+
 /* ---- format ---- */
 
 static ms_signature *example_signature(int per_site) {
@@ -483,6 +513,7 @@ int main(void) {
       cmocka_unit_test(test_spanning_access),
       cmocka_unit_test(test_cycles_beyond_the_time_tree),
       cmocka_unit_test(test_interval_sampling),
+      cmocka_unit_test(test_interval_warmup),
       cmocka_unit_test(test_text_round_trip),
       cmocka_unit_test(test_per_site_bins),
       cmocka_unit_test(test_json_same_numbers),
