@@ -17,6 +17,7 @@ static const command commands[] = {
     {"convert", cmd_convert, "convert between .mtr, Lackey and din traces"},
     {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
+    {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
     {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
     {"show", cmd_show, "readable summary of a memsnap file (.sig, ...)"},
 };

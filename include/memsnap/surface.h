@@ -10,10 +10,10 @@
  * below D; the reuse-distance histogram per width, in the bins between consecutive depths,
  * comes with the surface.
  *
- * All widths and depths are computed in one pass (lib/locality/reuse_stack.c: one LRU
- * ordering per width with a marker at each depth). Optionally, SHARDS-style spatially
- * hashed sampling: a line is observed iff a hash of its 512-byte (the widest width's)
- * region falls below rate * 2^24; sampled reuse distances are scaled by 1/rate.
+ * All widths and depths are computed in one pass (lib/locality/reuse_stack.c: per width,
+ * reuse distances counted over the times of the latest reference of each line). Optionally,
+ * SHARDS-style spatially hashed sampling: a line is observed iff a hash of the line falls
+ * below rate * 2^24; sampled reuse distances are scaled by 1/rate (lib/locality/surface.c).
  */
 #ifndef MEMSNAP_SURFACE_H
 #define MEMSNAP_SURFACE_H
