@@ -50,8 +50,9 @@ static void show_alpha(const ms_signature *s, const ms_signature_bin *bin) {
   for (int level = s->levels - 1; level >= 0; level--) {
     uint64_t subset = (uint64_t)s->word << level;
     double avg = ms_signature_alpha(bin, level, -1);
-    printf("  alpha(%" PRIu64 ",%" PRIu64 ")%*s avg ", subset, subset * 2,
-           (int)(12 - snprintf(NULL, 0, "%" PRIu64 "%" PRIu64, subset, subset * 2)), "");
+    char label[48];
+    snprintf(label, sizeof label, "alpha(%" PRIu64 ",%" PRIu64 ")", subset, subset * 2);
+    printf("  %-16s avg ", label);
     if (avg < 0)
       printf("  -  ");
     else
@@ -87,7 +88,7 @@ static void show_sites(const ms_signature *s) {
   for (int i = 0; i < count && i < SHOW_TOP_SITES; i++) {
     const ms_signature_bin *bin = &sorted[i];
     if (bin->site == MS_SITE_NONE)
-      printf("  (no site)");
+      printf("  %-6s %-12s %-32s", "-", "", "(accesses without a site)");
     else
       printf("  %-6" PRIu32 " 0x%-10" PRIx64 " %-32s", bin->site, bin->pc,
              bin->location ? bin->location : "?");
