@@ -19,6 +19,7 @@ static const command commands[] = {
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
     {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
     {"scores", cmd_scores, "spatial and temporal locality scores, whole run and per site"},
+    {"compare", cmd_compare, "similarity matrix of cache surfaces (traces, .sig, a program)"},
     {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
     {"show", cmd_show, "readable summary of a memsnap file (.sig, ...)"},
 };
