@@ -34,7 +34,7 @@
 #include "signature_internal.h"
 
 #define LIST_LINES ((1u << 16) + 1)
-#define SYNTHETIC_REFERENCES (1u << 20)
+#define SYNTHETIC_REFERENCES (1u << 19)
 #define GENERATOR_BATCH 4096
 
 typedef struct generator {
