@@ -19,6 +19,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_surface(int argc, char **argv);
 int cmd_scores(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_signature(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
     {"scores", cmd_scores, "spatial and temporal locality scores, whole run and per site"},
     {"compare", cmd_compare, "similarity matrix of cache surfaces (traces, .sig, a program)"},
+    {"plot", cmd_plot, "pictures: cache surface, reuse CDFs, locality chart (PNG, SVG)"},
     {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
     {"show", cmd_show, "readable summary of a memsnap file (.sig, ...)"},
 };
