@@ -1,8 +1,9 @@
 /* Interval sampling as a sink wrapper (see memsnap/sample.h).
  *
  * Model: the stream is cut into periods of on + off accesses counted from its first
- * access; the first `on` of each period are kept, the rest dropped. A kept run is passed
- * on as a sub-batch pointing into the caller's batch (no copy), so the cost of the
+ * access; the first `on` of each period are kept, the rest dropped, except the last
+ * `warm_count` of each period, which go to the warm-up sink when one is set. A run is
+ * passed on as a sub-batch pointing into the caller's batch (no copy), so the cost of the
  * wrapper is a few comparisons per batch, not per access.
  */
 #include "memsnap/sample.h"
