@@ -181,11 +181,40 @@ static void test_blocked_matmul(void **state) {
   assert_true(blocked.kernel_spatial > naive.kernel_spatial);
 }
 
+/* The locality chart: one labelled point per input. */
+static void test_plot_scores(void **state) {
+  (void)state;
+  char stream[1024], blocked[1024];
+  test_kernel("stream_add", stream, sizeof stream);
+  test_kernel("matmul_blocked", blocked, sizeof blocked);
+  char *dir = test_tempdir();
+  assert_int_equal(test_memsnap_in(dir, "record --quiet -o stream.mtr -- %s 20000", stream), 0);
+  assert_int_equal(test_memsnap_in(dir, "record --quiet -o tiled.mtr -- %s 48", blocked), 0);
+  assert_int_equal(test_memsnap_in(dir, "plot scores stream.mtr tiled.mtr -o chart.svg"), 0);
+  char *svg = test_read_in(dir, "chart.svg");
+  assert_non_null(svg);
+  assert_non_null(strstr(svg, "spatial score"));
+  assert_non_null(strstr(svg, "temporal score"));
+  assert_non_null(strstr(svg, ">stream<"));
+  assert_non_null(strstr(svg, ">tiled<"));
+  free(svg);
+  assert_int_equal(test_memsnap_in(dir, "plot scores stream.mtr tiled.mtr -o chart.png"), 0);
+  char *png = test_read_in(dir, "chart.png");
+  assert_non_null(png);
+  assert_memory_equal(png, "\x89PNG", 4);
+  free(png);
+  assert_int_equal(test_memsnap_in(dir, "signature -o s.sig stream.mtr"), 0);
+  assert_int_equal(test_memsnap_in(dir, "plot scores s.sig -o c2.png"), 2);
+  assert_null(test_read_in(dir, "c2.png"));
+  test_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hand_worked),   cmocka_unit_test(test_reuse_and_strides),
       cmocka_unit_test(test_config_errors), cmocka_unit_test(test_streaming),
       cmocka_unit_test(test_random_gather), cmocka_unit_test(test_blocked_matmul),
+      cmocka_unit_test(test_plot_scores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

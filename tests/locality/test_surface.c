@@ -390,6 +390,64 @@ static void test_cli_errors(void **state) {
   test_rmdir(dir);
 }
 
+/* ---- pictures ---- */
+
+/* A PNG of the expected size whose pixels are not all alike (zlib data well above what a
+ * blank canvas compresses to). */
+static void check_png(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  unsigned char header[24];
+  assert_int_equal(fread(header, 1, 24, f), 24);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fclose(f);
+  assert_memory_equal(header, "\x89PNG\r\n\x1a\n", 8);
+  assert_memory_equal(header + 12, "IHDR", 4);
+  unsigned width = (unsigned)header[16] << 24 | header[17] << 16 | header[18] << 8 | header[19];
+  unsigned height = (unsigned)header[20] << 24 | header[21] << 16 | header[22] << 8 | header[23];
+  assert_int_equal(width, 1100);
+  assert_int_equal(height, 750);
+  assert_true(size > 20000);
+}
+
+static void test_plots(void **state) {
+  (void)state;
+  char *dir = record_kernel("matmul", "40");
+  assert_int_equal(test_memsnap_in(dir, "plot surface k.mtr -o surface.png"), 0);
+  check_png(dir, "surface.png");
+  assert_int_equal(test_memsnap_in(dir, "plot surface --3d k.mtr -o surface3d.png"), 0);
+  check_png(dir, "surface3d.png");
+  assert_int_equal(test_memsnap_in(dir, "plot reuse k.mtr -o reuse.png"), 0);
+  check_png(dir, "reuse.png");
+  assert_int_equal(test_memsnap_in(dir, "plot surface --title 'matmul 40' k.mtr -o surface.svg"),
+                   0);
+  char *svg = test_read_in(dir, "surface.svg");
+  assert_non_null(svg);
+  assert_non_null(strstr(svg, "<svg"));
+  assert_non_null(strstr(svg, "matmul 40: cache surface"));
+  assert_non_null(strstr(svg, "hit rate"));
+  assert_non_null(strstr(svg, "</svg>"));
+  free(svg);
+  /* errors: no picture name, a bad extension, a bad input, no gnuplot */
+  assert_int_equal(test_memsnap_in(dir, "plot surface k.mtr"), 2);
+  assert_int_equal(test_memsnap_in(dir, "plot surface k.mtr -o x.jpg"), 2);
+  assert_int_equal(test_memsnap_in(dir, "plot volume k.mtr -o x.png"), 2);
+  assert_int_not_equal(test_memsnap_in(dir, "plot surface missing.mtr -o x.png"), 0);
+  assert_null(test_read_in(dir, "x.png"));
+  assert_int_not_equal(test_run("cd '%s' && MEMSNAP_GNUPLOT=/nonexistent/gnuplot '%s' plot "
+                                "surface k.mtr -o z.png > out 2> err",
+                                dir, test_env("MEMSNAP")),
+                       0);
+  assert_null(test_read_in(dir, "z.png"));
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "gnuplot-nox"));
+  free(err);
+  test_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_brute_force_default_like),
@@ -404,6 +462,7 @@ int main(void) {
       cmocka_unit_test(test_shards_error),
       cmocka_unit_test(test_parse_grid),
       cmocka_unit_test(test_cli_errors),
+      cmocka_unit_test(test_plots),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
