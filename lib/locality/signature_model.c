@@ -54,6 +54,9 @@ struct ms_signature_model {
   unsigned line_shift, word_shift;
   size_t tree_words;   /* uint64_t per bit array per line */
   size_t record_words; /* uint64_t per record */
+  /* levels <= 7 (a tree in two words): per word, the path's nodes and the halves taken on
+   * it, as bit masks over the tree: [0..1] nodes, [2..3] halves. */
+  uint64_t (*paths)[4];
 
   table_slot *table; /* line -> record, open addressing, linear probing */
   size_t table_mask, table_used;
@@ -120,8 +123,22 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
   model->levels = line_shift - word_shift;
   model->line_shift = (unsigned)line_shift;
   model->word_shift = (unsigned)word_shift;
-  model->tree_words = ((size_t)1 << model->levels) / 64 + 1;
+  model->tree_words = (((size_t)1 << model->levels) + 63) / 64; /* nodes 1..2^levels-1 */
   model->record_words = RECORD_TREE + 2 * model->tree_words;
+  if (model->levels <= 7) {
+    model->paths = calloc((size_t)1 << model->levels, sizeof *model->paths);
+    if (!model->paths) {
+      free(model);
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
+    }
+    for (uint32_t word = 0; word < (1u << model->levels); word++)
+      for (int depth = 0; depth < model->levels; depth++) {
+        uint32_t node = (1u << depth) | (word >> (model->levels - depth));
+        uint64_t half = (word >> (model->levels - depth - 1)) & 1;
+        model->paths[word][node >> 6] |= 1ull << (node & 63);
+        model->paths[word][2 + (node >> 6)] |= half << (node & 63);
+      }
+  }
   model->table_mask = 4095;
   model->table = calloc(model->table_mask + 1, sizeof *model->table);
   model->time_bits = calloc(TIME_WORDS, sizeof *model->time_bits);
@@ -140,6 +157,7 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
 void ms_signature_model_free(ms_signature_model *model) {
   if (!model) return;
   free(model->table);
+  free(model->paths);
   free(model->records);
   free(model->time_bits);
   free(model->word_fenwick);
@@ -331,11 +349,39 @@ static inline int reuse_bin(uint32_t position) {
   return bin < MS_SIGNATURE_DEPTHS ? bin : MS_SIGNATURE_DEPTHS - 1;
 }
 
-/* Walks the tree of halves in `record` to `word`, counting trials and yeses in `bin`. */
+/* Counts the trials and yeses of a walk, from the visited and same-half bits of its path. */
+static inline void count_walk(const ms_signature_model *model, uint32_t word, int bin,
+                              const uint64_t *seen, const uint64_t *same, sig_counts *counts) {
+  int levels = model->levels;
+  for (int depth = 0; depth < levels; depth++) {
+    uint32_t node = (1u << depth) | (word >> (levels - depth));
+    int level = levels - 1 - depth;
+    counts->trials[level][bin] += seen[node >> 6] >> (node & 63) & 1;
+    counts->yes[level][bin] += same[node >> 6] >> (node & 63) & 1;
+  }
+}
+
+/* Walks the tree of halves in `record` to `word`, counting trials and yeses in `bin`. With
+ * at most 7 levels the whole walk is a few mask operations on two words (precomputed
+ * paths) instead of a load-modify-store per level: 1.45 s -> 1.07 s (user) on matmul 200. */
 static inline void walk_tree(const ms_signature_model *model, uint64_t *record, uint32_t word,
                              int bin, sig_counts *counts) {
   uint64_t *visited = record + RECORD_TREE;
   uint64_t *choice = visited + model->tree_words;
+  if (model->paths) {
+    const uint64_t *path = model->paths[word];
+    uint64_t seen[2] = {visited[0] & path[0], model->tree_words > 1 ? visited[1] & path[1] : 0};
+    if (seen[0] | seen[1]) {
+      uint64_t same[2] = {seen[0] & ~(choice[0] ^ path[2]),
+                          model->tree_words > 1 ? seen[1] & ~(choice[1] ^ path[3]) : 0};
+      count_walk(model, word, bin, seen, same, counts);
+    }
+    for (size_t k = 0; k < model->tree_words; k++) {
+      visited[k] |= path[k];
+      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
+    }
+    return;
+  }
   int levels = model->levels;
   for (int depth = 0; depth < levels; depth++) {
     uint32_t node = (1u << depth) | (word >> (levels - depth));
@@ -343,8 +389,6 @@ static inline void walk_tree(const ms_signature_model *model, uint64_t *record, 
     uint64_t bit = 1ull << (node & 63);
     size_t at = node >> 6;
     int level = levels - 1 - depth;
-    /* Branch-free: whether a node was visited is unpredictable (measured: the branchy form
-     * of this loop took 40% more time on matmul 200). */
     uint64_t seen = visited[at] >> (node & 63) & 1;
     uint64_t same = ~((choice[at] >> (node & 63)) ^ half) & 1;
     counts->trials[level][bin] += seen;
@@ -367,9 +411,10 @@ static inline void window_push(ms_signature_model *model, uint64_t line, uint32_
     time_mark(model, time);
     count = WINDOW - 1;
   }
-  for (uint32_t i = count; i > 0; i--) {
-    model->window_line[i] = model->window_line[i - 1];
-    model->window_state[i] = model->window_state[i - 1];
+  for (uint32_t k = WINDOW - 1; k > 0; k--) {
+    int move = k <= count;
+    model->window_line[k] = move ? model->window_line[k - 1] : model->window_line[k];
+    model->window_state[k] = move ? model->window_state[k - 1] : model->window_state[k];
   }
   model->window_line[0] = line;
   model->window_state[0] = state;
@@ -386,14 +431,15 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
     uint32_t state = model->window_state[i];
     counts->positions[reuse_bin(i + 1)]++;
     walk_tree(model, record_of(model, state), word, reuse_bin(i + 1), counts);
-    if (i > 0) {
-      for (uint32_t j = i; j > 0; j--) { /* a loop: memmove calls cost 6% on matmul 200 */
-        model->window_line[j] = model->window_line[j - 1];
-        model->window_state[j] = model->window_state[j - 1];
-      }
-      model->window_line[0] = line;
-      model->window_state[0] = state;
+    /* A fixed-length shift with selects: the compiler turned a loop of i steps into a
+     * memmove call (6% of the time on stream_add). */
+    for (uint32_t k = WINDOW - 1; k > 0; k--) {
+      int move = k <= i;
+      model->window_line[k] = move ? model->window_line[k - 1] : model->window_line[k];
+      model->window_state[k] = move ? model->window_state[k - 1] : model->window_state[k];
     }
+    model->window_line[0] = line;
+    model->window_state[0] = state;
     return MS_OK;
   }
   uint32_t state;
