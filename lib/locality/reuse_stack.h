@@ -30,6 +30,7 @@ typedef struct reuse_slot {
 typedef struct reuse_stack {
   int threshold_count;  /* m */
   uint64_t *thresholds; /* t_0..t_{m-1} */
+  int powers_of_two;    /* t_j = 2^j: the zone is a bit length, no search */
   uint32_t capacity;    /* t_{m-1}: live blocks kept */
   uint32_t live;        /* marks set */
   uint32_t window;      /* times per epoch: a power of two */
