@@ -4,10 +4,12 @@
  * block; the live blocks are exactly the hash table's entries, each with that time;
  * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]).
  *
- * Measured on a 54M-access matmul trace, 8 widths x 17 depths: this method runs at about
- * 10x the speed of one LRU list per width with a marker at each depth (dissertation
- * section 3.1), whose marker moves touch one far-apart node each: 17 cache misses per
- * reference for references deeper than 2^16.
+ * Why not the dissertation's LRU list with a marker at each depth (section 3.1): a deep
+ * reference moves up to 17 markers, each onto a far-apart node (a cache miss each). On a
+ * 54M-access matmul trace, 8 widths x 17 depths, that list ran at 65x one simulator pass
+ * and this method, before its hash-table changes below, at 72x (same run conditions, a
+ * loaded machine): no faster, but its work per reference is bounded by the Fenwick
+ * tree's height whatever the distance, and its memory by the deepest depth.
  */
 #include "reuse_stack.h"
 
