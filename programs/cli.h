@@ -22,6 +22,8 @@ int cmd_compare(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_signature(int argc, char **argv);
 int cmd_show(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* "memsnap CMD: message\n" on stderr. */
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -51,6 +53,12 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out);
  * starts the program under observation. Prints the error and returns NULL on failure. */
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
                            char **program_argv);
+
+/* Expansion of trace seeds (memsnap synth) by cli_open_source: when footprint or length is
+ * non-zero, a seed file is replicated to the footprint (bytes; 0: the seed's own default,
+ * at least its minimum replications) and repeated to `length` accesses (0: one pass). A
+ * plain trace is then an error. Options --footprint/--length of `memsnap sim`. */
+void cli_set_seed_expansion(uint64_t footprint, uint64_t length);
 
 /* Exit status to pass through for a live program (0 for files). */
 int cli_program_status(const ms_source *source);

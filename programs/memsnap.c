@@ -23,6 +23,8 @@ static const command commands[] = {
     {"plot", cmd_plot, "pictures: cache surface, reuse CDFs, locality chart (PNG, SVG)"},
     {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
     {"show", cmd_show, "readable summary of a memsnap file (.sig, ...)"},
+    {"synth", cmd_synth, "trace seed imitating a memory signature (synthetic trace)"},
+    {"bench", cmd_bench, "pointer-chasing benchmark running a unique-index seed"},
 };
 
 static void usage(FILE *out) {
