@@ -62,8 +62,9 @@ static void seed_surface(const ms_seed *seed, ms_surface *out) {
   ms_surface_builder_free(builder);
 }
 
-static const double a_cdf[MS_SIGNATURE_DEPTHS] = {0.30, 0.45, 0.52, 0.58, 0.62, 0.66, 0.70, 0.74, 0.78,
-                                                  0.80, 0.84, 0.86, 0.88, 0.90, 0.91, 0.92, 0.93};
+static const double a_cdf[MS_SIGNATURE_DEPTHS] = {0.30, 0.45, 0.52, 0.58, 0.62, 0.66,
+                                                  0.70, 0.74, 0.78, 0.80, 0.84, 0.86,
+                                                  0.88, 0.90, 0.91, 0.92, 0.93};
 
 /* Section 4.1: the seed's CDF at the maximal width, measured independently, is the
  * target's within the 0.005 bound; same seed value, same trace; another value, another. */
