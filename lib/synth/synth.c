@@ -37,9 +37,34 @@ static int check_config(const ms_synth_config *c) {
   return MS_OK;
 }
 
+/* P(the other half was visited | a reference switched halves) at each level and bin: the
+ * trials one level down come from the keeps (their half is always visited) and from the
+ * switches that landed on a visited half, so revisit = (trials[l-1] - yes[l]) / (trials[l]
+ * - yes[l]). The word level has no level below: it takes the value of level 1. Without
+ * switches the level's value over all bins is used, else 1. */
+static void revisits(const ms_signature_bin *bin, int levels,
+                     double revisit[][MS_SIGNATURE_DEPTHS]) {
+  for (int level = levels - 1; level >= 1; level--) {
+    double below = 0, switches = 0;
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      below += bin->trials[level - 1][k] - bin->yes[level][k];
+      switches += bin->trials[level][k] - bin->yes[level][k];
+    }
+    double average = switches > 0 ? below / switches : 1;
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      double s = bin->trials[level][k] - bin->yes[level][k];
+      double r = s > 0 ? (bin->trials[level - 1][k] - bin->yes[level][k]) / s : average;
+      revisit[level][k] = r < 0 ? 0 : r > 1 ? 1 : r;
+    }
+  }
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    revisit[0][k] = levels > 1 ? revisit[1][k] : 1;
+}
+
 /* The target CDF and alphas of a bin, or MS_ERR_ARG with the reason no seed can match. */
 static int read_targets(const ms_signature *signature, int bin_index, double cdf[],
-                        double alpha[][MS_SIGNATURE_DEPTHS]) {
+                        double alpha[][MS_SIGNATURE_DEPTHS],
+                        double revisit[][MS_SIGNATURE_DEPTHS]) {
   if (bin_index < 0 || bin_index >= signature->bin_count)
     return ms_error_set(MS_ERR_ARG, "synth: the signature has no bin %d", bin_index);
   if (signature->levels < 1 || signature->levels > MS_SIGNATURE_MAX_LEVELS)
@@ -73,6 +98,7 @@ static int read_targets(const ms_signature *signature, int bin_index, double cdf
       alpha[level][k] = a;
     }
   }
+  revisits(bin, signature->levels, revisit);
   return MS_OK;
 }
 
@@ -90,8 +116,9 @@ int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_syn
   *out = NULL;
   double target[MS_SIGNATURE_DEPTHS];
   double alpha[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS] = {{0}};
+  double revisit[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS] = {{0}};
   int rc = check_config(config);
-  if (rc == MS_OK) rc = read_targets(signature, bin_index, target, alpha);
+  if (rc == MS_OK) rc = read_targets(signature, bin_index, target, alpha, revisit);
   if (rc < 0) return rc;
   uint32_t words_per_block = signature->width / signature->word;
   if (config->unique && words_per_block > (1u << 15))
@@ -105,7 +132,8 @@ int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_syn
   uint8_t *bins = NULL;
   rc = synth_blocks(target, config, words_per_block, seed, &bins);
   if (rc == MS_OK)
-    rc = synth_words((const double(*)[MS_SIGNATURE_DEPTHS])alpha, signature->levels, config, bins,
+    rc = synth_words((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
+                     (const double(*)[MS_SIGNATURE_DEPTHS])revisit, signature->levels, config, bins,
                      seed);
   free(bins);
   if (rc == MS_OK) rc = signature_text(signature, &seed->signature_text);

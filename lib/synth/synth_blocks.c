@@ -10,7 +10,9 @@
  * Achieved CDF: a reference is a hit at its list position when the block was referenced
  * before (unreferenced blocks are always behind referenced ones, so the position is the
  * true stack position); in unique mode every words_per_block-th reference to a block is a
- * miss too (the block moves to a fresh physical block: section 5.4.2).
+ * miss too (the block moves to a fresh physical block: section 5.4.2), and the positions
+ * are counted over physical blocks (the blocks left behind still count), so the achieved
+ * CDF is exactly the one of the seed's physical trace.
  * Aim: checks every check_interval references once min_length is reached; at the length
  * cap, aim[k] *= target[k] / achieved[k] and the trace is regenerated (the best trace is
  * kept). Assumption: the seed is replicated at least min_replications times, so its cold
@@ -125,25 +127,71 @@ static uint32_t draw_position(double u, const double aim[], uint64_t *random, in
 }
 
 /* One iteration with `aim`: grows the trace until it meets the bounds or the cap. */
-static void run_attempt(lru_list *list, uint32_t *visits, const double target[], const double aim[],
-                        const ms_synth_config *config, uint32_t words_per_block, attempt *a) {
+/* Unique mode: the stack positions of the physical blocks. A Fenwick tree over reference
+ * times marks the latest reference of every physical block, dead ones (left behind when
+ * their virtual block moved) included, so the position of a reference is 1 + the marks
+ * after the latest reference to its block. */
+typedef struct physical_stack {
+  uint32_t *marks;     /* Fenwick tree over times 1..length */
+  uint32_t *last_time; /* per virtual block: time of its latest reference, 0 if none */
+  uint32_t length;
+} physical_stack;
+
+static void marks_add(physical_stack *p, uint32_t at, int32_t delta) {
+  for (; at <= p->length; at += at & (~at + 1))
+    p->marks[at] += (uint32_t)delta;
+}
+
+static uint32_t marks_prefix(const physical_stack *p, uint32_t at) {
+  uint32_t sum = 0;
+  for (; at; at &= at - 1)
+    sum += p->marks[at];
+  return sum;
+}
+
+/* Records reference `time` (1-based) to virtual block `block`; returns its physical stack
+ * position, or 0 for a miss (a fresh physical block). */
+static uint32_t physical_reference(physical_stack *p, uint32_t block, uint32_t time, int fresh) {
+  uint32_t last = p->last_time[block], position = 0;
+  if (!fresh) {
+    position = 1 + marks_prefix(p, time - 1) - marks_prefix(p, last);
+    marks_add(p, last, -1);
+  }
+  marks_add(p, time, 1);
+  p->last_time[block] = time;
+  return position;
+}
+
+static void count_hit(uint64_t hist[], uint32_t position) {
+  if (position == 0 || position > (1u << (MS_SIGNATURE_DEPTHS - 1))) return;
+  int k = 0;
+  while ((1u << k) < position)
+    k++;
+  hist[k]++;
+}
+
+static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visits,
+                        const double target[], const double aim[], const ms_synth_config *config,
+                        uint32_t words_per_block, attempt *a) {
   uint64_t random = config->seed;
   uint64_t hist[MS_SIGNATURE_DEPTHS] = {0};
   lru_reset(list);
   memset(visits, 0, MS_SYNTH_LIST_BLOCKS * sizeof *visits);
+  if (config->unique) {
+    memset(physical->marks, 0, ((size_t)physical->length + 1) * sizeof *physical->marks);
+    memset(physical->last_time, 0, MS_SYNTH_LIST_BLOCKS * sizeof *physical->last_time);
+  }
   a->length = 0;
   for (uint64_t i = 0; i < config->max_length; i++) {
     int bin;
     uint32_t position = draw_position(synth_uniform(&random), aim, &random, &bin);
     if (position > MS_SYNTH_LIST_BLOCKS) position = MS_SYNTH_LIST_BLOCKS;
     uint32_t block = lru_at(list, position);
-    int miss = config->unique ? visits[block] % words_per_block == 0 : visits[block] == 0;
-    if (!miss && position <= (1u << (MS_SIGNATURE_DEPTHS - 1))) {
-      int k = 0;
-      while ((1u << k) < position)
-        k++;
-      hist[k]++;
-    }
+    if (config->unique)
+      count_hit(hist, physical_reference(physical, block, (uint32_t)i + 1,
+                                         visits[block] % words_per_block == 0));
+    else if (visits[block] > 0)
+      count_hit(hist, position);
     visits[block]++;
     lru_touch(list, block);
     a->blocks[i] = block;
@@ -173,9 +221,17 @@ static void reaim(double aim[], const double target[], const double achieved[]) 
 int synth_blocks(const double target[], const ms_synth_config *config, uint32_t words_per_block,
                  ms_seed *seed, uint8_t **bins) {
   lru_list list;
+  physical_stack physical = {0};
   attempt best = {0}, trial = {0};
   uint32_t *visits = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *visits);
   int rc = lru_init(&list, config->max_length);
+  if (config->unique) {
+    physical.length = (uint32_t)config->max_length;
+    physical.marks = calloc((size_t)config->max_length + 1, sizeof *physical.marks);
+    physical.last_time = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *physical.last_time);
+    if (rc == MS_OK && (!physical.marks || !physical.last_time))
+      rc = ms_error_set(MS_ERR_NOMEM, "synth: out of memory");
+  }
   best.blocks = malloc(config->max_length * sizeof *best.blocks);
   best.bins = malloc(config->max_length);
   trial.blocks = malloc(config->max_length * sizeof *trial.blocks);
@@ -188,7 +244,7 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
   best.max_error = INFINITY;
   int iterations = 0;
   while (rc == MS_OK && iterations < config->max_iterations) {
-    run_attempt(&list, visits, target, aim, config, words_per_block, &trial);
+    run_attempt(&list, &physical, visits, target, aim, config, words_per_block, &trial);
     iterations++;
     double current[MS_SIGNATURE_DEPTHS];
     memcpy(current, trial.cdf, sizeof current);
@@ -218,6 +274,8 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
   free(trial.blocks);
   free(trial.bins);
   free(visits);
+  free(physical.marks);
+  free(physical.last_time);
   lru_free(&list);
   return rc;
 }

@@ -25,8 +25,10 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
                  ms_seed *seed, uint8_t **bins);
 
 /* Word phase: maps virtual blocks to physical ones (unique mode) and chooses every word;
- * `alpha[level][bin]` is the target. Fills seed->words, unique_blocks, alpha_error. */
-int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS], int levels,
+ * `alpha[level][bin]` is the target, `revisit[level][bin]` the fraction of switches to a
+ * half visited before. Fills seed->words, unique_blocks, alpha_error. */
+int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
+                const double revisit[][MS_SIGNATURE_DEPTHS], int levels,
                 const ms_synth_config *config, const uint8_t *bins, ms_seed *seed);
 
 #endif
