@@ -135,6 +135,7 @@ int ms_seed_info_parse(const ms_stream_info *info, const char *name, ms_seed_inf
       return ms_error_set(MS_ERR_FORMAT, "%s: seed metadata lacks %s", name, keys[k].key);
   if (word == 0 || width == 0 || (word & (word - 1)) || (width & (width - 1)) || word >= width ||
       width > (1u << 20) || unique > 1 || out->working_set == 0 ||
+      out->unique_blocks > UINT32_MAX || out->length > UINT32_MAX ||
       out->working_set != out->unique_blocks * width || out->min_replications == 0)
     return ms_error_set(MS_ERR_FORMAT,
                         "%s: inconsistent seed metadata (width %" PRIu64 ", word %" PRIu64
@@ -156,6 +157,8 @@ typedef struct expansion_source {
   ms_source *seed;
   uint64_t working_set, seed_length;
   uint64_t replications, replication, total, emitted;
+  uint64_t in_pass; /* records read in the current pass over the seed */
+  char *name;
 } expansion_source;
 
 static int expansion_next(ms_source *source, ms_batch *batch) {
@@ -166,6 +169,13 @@ static int expansion_next(ms_source *source, ms_batch *batch) {
   if (e->total - e->emitted < capacity) batch->capacity = (size_t)(e->total - e->emitted);
   int n = ms_source_next(e->seed, batch);
   if (n == 0) {
+    if (e->in_pass != e->seed_length) {
+      batch->capacity = capacity;
+      return ms_error_set(MS_ERR_FORMAT, "%s: the seed has %llu records, its metadata says %llu",
+                          e->name, (unsigned long long)e->in_pass,
+                          (unsigned long long)e->seed_length);
+    }
+    e->in_pass = 0;
     int rc = ms_source_seek(e->seed, 0);
     e->replication = (e->replication + 1) % e->replications;
     n = rc < 0 ? rc : ms_source_next(e->seed, batch);
@@ -177,6 +187,7 @@ static int expansion_next(ms_source *source, ms_batch *batch) {
   for (int i = 0; i < n; i++)
     batch->accesses[i].address += offset;
   e->emitted += (uint64_t)n;
+  e->in_pass += (uint64_t)n;
   return n;
 }
 
@@ -184,6 +195,7 @@ static void expansion_destroy(ms_source *source) {
   expansion_source *e = (expansion_source *)source;
   ms_source_destroy(e->seed);
   ms_stream_info_clear(&source->info);
+  free(e->name);
   free(e);
 }
 
@@ -207,6 +219,7 @@ int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length
   }
   if (replications == 0) replications = 1;
   e->base.ops = &expansion_ops;
+  e->name = strdup(path);
   e->seed = seed;
   e->working_set = info.working_set;
   e->seed_length = info.length;
@@ -219,7 +232,7 @@ int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length
   rc = ms_stream_info_set_program(&e->base.info, inner->program, inner->argc, inner->argv);
   e->base.info.capture = strdup("seed");
   e->base.info.sites = ms_site_table_new();
-  if (rc == MS_OK && (!e->base.info.capture || !e->base.info.sites))
+  if (rc == MS_OK && (!e->base.info.capture || !e->base.info.sites || !e->name))
     rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (rc < 0) {
     expansion_destroy(&e->base);
