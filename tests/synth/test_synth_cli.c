@@ -1,5 +1,6 @@
 /* memsnap synth / sim expansion / bench end to end: seeds of recorded kernels against the
- * kernels' own surfaces and hierarchy hit rates (`memsnap surface`, `memsnap sim`), the
+ * kernels' own surfaces and hierarchy hit rates (`memsnap surface`, `memsnap sim`) and
+ * signatures (`memsnap signature` of the seed), the
  * unique-index property read back with `memsnap dump`, expansion through `memsnap sim
  * --footprint --length`, hand signatures on real hierarchies, and the error paths. */
 #include <setjmp.h>
@@ -10,6 +11,8 @@
 #include <json-c/json.h>
 #include <math.h>
 
+#include "memsnap/error.h"
+#include "memsnap/signature.h"
 #include "testutil.h"
 
 static json_object *read_json(const char *dir, const char *name) {
@@ -95,6 +98,25 @@ static void check_kernel(const char *dir, const char *kernel, const char *args) 
          "L2 %.4f\n",
          kernel, args, total / (8 * 17), widest, l1, l2);
   assert_true(widest <= 0.005 + 1e-9);
+
+  /* The seed has the program's signature: alpha at every level within 0.03 (measured by
+   * memsnap signature on the seed, as on the program). */
+  assert_int_equal(test_memsnap_in(dir, "signature %s.seed -o %s.seed.sig", kernel, kernel), 0);
+  ms_signature *target, *achieved;
+  char path_target[1024], path_achieved[1024];
+  snprintf(path_target, sizeof path_target, "%s/%s.sig", dir, kernel);
+  snprintf(path_achieved, sizeof path_achieved, "%s/%s.seed.sig", dir, kernel);
+  assert_int_equal(ms_signature_load(path_target, &target), MS_OK);
+  assert_int_equal(ms_signature_load(path_achieved, &achieved), MS_OK);
+  for (int level = 0; level < target->levels; level++) {
+    double want = ms_signature_alpha(&target->bins[0], level, -1);
+    double got = ms_signature_alpha(&achieved->bins[0], level, -1);
+    if (fabs(want - got) > 0.03)
+      printf("%s level %d: alpha %.4f, seed %.4f\n", kernel, level, want, got);
+    assert_true(fabs(want - got) <= 0.03);
+  }
+  ms_signature_free(target);
+  ms_signature_free(achieved);
 }
 
 static void test_kernel_seeds(void **state) {
