@@ -27,7 +27,8 @@ typedef void (*ms_chase_kernel)(const uint32_t *data, uint32_t *pointers, uint64
 extern const ms_chase_kernel ms_chase_kernels[MS_CHASE_MAX_ILP + 1];
 
 typedef struct ms_chase {
-  uint32_t *data;        /* 512-byte aligned */
+  uint32_t *data; /* 512-byte aligned, inside `allocation` */
+  void *allocation;
   uint64_t elements;     /* words in the array */
   uint64_t footprint;    /* bytes */
   uint64_t replications; /* copies of the seed */
