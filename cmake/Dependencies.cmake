@@ -33,3 +33,10 @@ endforeach()
 if(NOT EXISTS "${VALGRIND_INCLUDEDIR}/pub_tool_tooliface.h")
   message(FATAL_ERROR "${VALGRIND_INCLUDEDIR}/pub_tool_tooliface.h not found: install the Debian package 'valgrind'")
 endif()
+
+# memsnap plot draws its pictures through gnuplot (PNG with pngcairo, SVG); the plot tests
+# need it.
+find_program(GNUPLOT_EXECUTABLE gnuplot)
+if(NOT GNUPLOT_EXECUTABLE)
+  message(FATAL_ERROR "gnuplot not found: install the Debian package 'gnuplot-nox' (memsnap plot draws through it; or run scripts/install-deps.sh)")
+endif()

@@ -11,6 +11,7 @@
 
 #include "memsnap/capture.h"
 #include "memsnap/psnap.h"
+#include "memsnap/synth.h"
 #include "memsnap/trace.h"
 
 void cli_error(const char *command, const char *format, ...) {
@@ -61,6 +62,30 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
   out->program_argv = program_argv;
 }
 
+static uint64_t seed_footprint, seed_length;
+static int seed_expansion;
+
+void cli_set_seed_expansion(uint64_t footprint, uint64_t length) {
+  seed_footprint = footprint;
+  seed_length = length;
+  seed_expansion = footprint || length;
+}
+
+/* Opens `path` as an expanded seed (see cli_set_seed_expansion). */
+static int open_expanded_seed(const char *path, ms_source **out) {
+  ms_mtr_stat stat;
+  ms_stream_info info = {0};
+  ms_seed_info seed;
+  int rc = ms_mtr_stat_file(path, &stat, &info);
+  if (rc == MS_OK) rc = ms_seed_info_parse(&info, path, &seed);
+  ms_stream_info_clear(&info);
+  if (rc == 0)
+    rc = ms_error_set(MS_ERR_ARG, "%s: --footprint/--length expand trace seeds only", path);
+  if (rc < 0) return rc;
+  uint64_t footprint = seed_footprint ? seed_footprint : seed.footprint;
+  return ms_seed_source_open(path, ms_seed_replications(&seed, footprint), seed_length, out);
+}
+
 /* The source that observes a live program, whose exit status the command passes through. */
 static const ms_source *live_source;
 static ms_capture_options capture_options = {.tool_dir = NULL, .quiet = 1};
@@ -102,6 +127,10 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
     rc = ms_capture_open(&capture_options, program_argc, program_argv, &source);
   } else if (path && ms_psnap_detect(path)) {
     rc = ms_psnap_open(path, &source);
+    ms_capture_options options = {.tool_dir = NULL, .quiet = 1};
+    rc = ms_capture_open(&options, program_argc, program_argv, &source);
+  } else if (path && seed_expansion) {
+    rc = open_expanded_seed(path, &source);
   } else if (path) {
     rc = ms_trace_open(path, &source);
   } else {

@@ -21,6 +21,14 @@ int cmd_replay(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 /* `memsnap show` of a .psnap profile (programs/show_profile.c). */
 int show_profile(int argc, char **argv);
+int cmd_surface(int argc, char **argv);
+int cmd_scores(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_signature(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* "memsnap CMD: message\n" on stderr. */
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -58,6 +66,11 @@ void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off);
  * -1 on a malformed value. */
 int cli_parse_via(const char *text, int *via);
 int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off);
+/* Expansion of trace seeds (memsnap synth) by cli_open_source: when footprint or length is
+ * non-zero, a seed file is replicated to the footprint (bytes; 0: the seed's own default,
+ * at least its minimum replications) and repeated to `length` accesses (0: one pass). A
+ * plain trace is then an error. Options --footprint/--length of `memsnap sim`. */
+void cli_set_seed_expansion(uint64_t footprint, uint64_t length);
 
 /* Exit status to pass through for a live program (0 for files). */
 int cli_program_status(const ms_source *source);

@@ -28,7 +28,9 @@ static void usage(FILE *to) {
           "  --model M           memsnap (default: each line an access spans is an access)\n"
           "                      or cachegrind (Cachegrind 3.19's accounting)\n"
           "  --top N             sites with most misses to list per level (default 10)\n"
-          "  --json              JSON report\n");
+          "  --json              JSON report\n"
+          "  --footprint F       expand a trace seed: replicate it to F bytes (k/M/G, Ki/Mi/Gi)\n"
+          "  --length N          expand a trace seed: repeat it to N accesses\n");
 }
 
 typedef struct sim_options {
@@ -41,6 +43,7 @@ typedef struct sim_options {
   ms_cache_model model;
   int top;
   int json;
+  uint64_t footprint, length;
 } sim_options;
 
 /* The configurations to simulate, or NULL after printing why not. */
@@ -83,6 +86,8 @@ static int parse_options(int argc, char **argv, sim_options *options) {
                                                {"model", required_argument, NULL, 'm'},
                                                {"top", required_argument, NULL, 't'},
                                                {"json", no_argument, NULL, 'j'},
+                                               {"footprint", required_argument, NULL, 'F'},
+                                               {"length", required_argument, NULL, 'L'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -122,6 +127,13 @@ static int parse_options(int argc, char **argv, sim_options *options) {
       options->top = (int)number;
       break;
     case 'j': options->json = 1; break;
+    case 'F':
+    case 'L':
+      if (cli_parse_count(optarg, c == 'F' ? &options->footprint : &options->length) < 0) {
+        cli_error(argv[0], "bad %s '%s'", c == 'F' ? "--footprint" : "--length", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }
@@ -169,6 +181,7 @@ int cmd_sim(int argc, char **argv) {
     cli_fail(argv[0]);
     goto done;
   }
+  cli_set_seed_expansion(options.footprint, options.length);
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv);
   if (!source) goto done;

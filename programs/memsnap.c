@@ -18,9 +18,16 @@ static const command commands[] = {
     {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
     {"profile", cmd_profile, "build a PSnAP profile (.psnap) of a trace or a live program"},
-    {"show", show_profile, "show a profile: sites by weight, patterns, order"},
     {"replay", cmd_replay, "regenerate the accesses of a profile (all, some sites, a chunk)"},
     {"verify", cmd_verify, "compare a profile with its trace: exact matches, hit rates"},
+    {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
+    {"scores", cmd_scores, "spatial and temporal locality scores, whole run and per site"},
+    {"compare", cmd_compare, "similarity matrix of cache surfaces (traces, .sig, a program)"},
+    {"plot", cmd_plot, "pictures: cache surface, reuse CDFs, locality chart (PNG, SVG)"},
+    {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
+    {"show", cmd_show, "readable summary of a memsnap file (.sig signature, .psnap profile)"},
+    {"synth", cmd_synth, "trace seed imitating a memory signature (synthetic trace)"},
+    {"bench", cmd_bench, "pointer-chasing benchmark running a unique-index seed"},
 };
 
 static void usage(FILE *out) {

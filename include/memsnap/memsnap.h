@@ -5,4 +5,6 @@
 #include "memsnap/error.h"
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
+#include "memsnap/surface.h"
+#include "memsnap/scores.h"
 #endif

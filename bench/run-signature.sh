@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Memory-signature figures, each a ratio of two things measured in this one run.
+#   1. live extraction: `memsnap signature -o x.sig -- KERNEL ARGS` vs `memsnap record -o
+#      x.mtr -- KERNEL ARGS` on the large kernel sizes of bench/run.sh (target <= 1.3x:
+#      the model must not be the bottleneck of the Valgrind capture)
+#   2. the model alone: signature of a recorded trace vs `memsnap sim` of one 32 KiB 8-way
+#      level on the same trace (both decode the trace; reported, no target)
+# Usage: bench/run-signature.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+build=$(cd "$build" && pwd)
+memsnap="$build/bin/memsnap"
+kernels="$build/tests/programs"
+work=$(mktemp -d /tmp/memsnap-bench-sig-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+cases=(
+  "stream_add 4000000"
+  "matmul 300"
+  "stencil2d 700"
+  "gather 3000000"
+  "linked_list 600000"
+)
+
+seconds() { # seconds COMMAND...: wall time of one run, output discarded
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 || true
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+echo "== signature: live extraction vs recording (large runs, seconds) =="
+printf "%-12s %10s %8s %10s %12s\n" kernel args record signature sig/record
+sum=0; n=0
+for c in "${cases[@]}"; do
+  name=${c%% *}; args=${c#* }
+  rec=$(seconds "$memsnap" record -o "$work/$name.mtr" -- "$kernels/$name" $args)
+  sig=$(seconds "$memsnap" signature -o "$work/$name.sig" -- "$kernels/$name" $args)
+  r=$(ratio "$sig" "$rec")
+  printf "%-12s %10s %8s %10s %11sx\n" "$name" "$args" "$rec" "$sig" "$r"
+  sum=$(awk -v s="$sum" -v r="$r" 'BEGIN { print s + log(r) }'); n=$((n + 1))
+done
+awk -v s="$sum" -v n="$n" \
+  'BEGIN { printf "geometric mean ratio signature/record %.2fx (target <= 1.3x)\n", exp(s / n) }'
+
+echo
+echo "== signature model vs one-level sim on the recorded traces (seconds) =="
+printf "%-12s %12s %8s %10s %10s\n" kernel accesses sim signature sig/sim
+for c in "${cases[@]}"; do
+  name=${c%% *}
+  accesses=$("$memsnap" info "$work/$name.mtr" | sed -n 's/^accesses: *\([0-9]*\).*/\1/p')
+  sim=$(seconds "$memsnap" sim --hierarchy 32k/64/8 "$work/$name.mtr")
+  sig=$(seconds "$memsnap" signature -o "$work/$name.trace.sig" "$work/$name.mtr")
+  printf "%-12s %12s %8s %10s %9sx\n" "$name" "$accesses" "$sim" "$sig" "$(ratio "$sig" "$sim")"
+done

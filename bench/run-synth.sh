@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Synthetic traces and the pointer-chasing benchmark (lib/synth, lib/bench), measured in
+# this one run:
+#   1. seed generation from a 17-depth signature (gather 200000): seconds per block-phase
+#      iteration (target <= 10 s) and seed size (target: a few MB, <= 4 MB)
+#   2. memsnap bench on a hand-written random unique seed, footprint 256 MiB (8x this
+#      machine's 32 MiB LLC): memory operations per second for ILP 1, 2, 4, 8, 16 and the
+#      ratio ILP 4 / ILP 1 (target >= 2x)
+set -euo pipefail
+build=${1:-build}
+build=$(cd "$build" && pwd)
+memsnap="$build/bin/memsnap"
+work=$(mktemp -d /tmp/memsnap-bench-synth-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+echo "== synth: seed generation =="
+"$memsnap" record -o "$work/gather.mtr" -- "$build/tests/programs/gather" 200000 >/dev/null 2>&1
+"$memsnap" signature "$work/gather.mtr" -o "$work/gather.sig"
+t0=$(date +%s.%N)
+"$memsnap" synth "$work/gather.sig" --max-error 0 --iterations 3 -o "$work/gather.seed" >"$work/synth.out"
+t1=$(date +%s.%N)
+iterations=$(sed -n 's/^iterations \([0-9]*\),.*/\1/p' "$work/synth.out")
+bytes=$(stat -c %s "$work/gather.seed")
+awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" 'BEGIN {
+  printf "seed generation: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", b - a, n, (b - a) / n
+  printf "seed size: %.2f MB (target <= 4 MB)\n", s / 1e6 }'
+
+echo "== bench: random pattern, footprint 256 MiB =="
+"$memsnap" synth --hand random --unique -o "$work/random.useed" >/dev/null
+printf "%-5s %16s %10s\n" ILP "memops/s" "vs ILP 1"
+base=0
+for k in 1 2 4 8 16; do
+  rate=$("$memsnap" bench "$work/random.useed" --footprint 256Mi --ops 20M --ilp "$k" --json |
+    sed -n 's/.*"memops_per_second": *\([0-9.e+]*\).*/\1/p')
+  [ "$k" = 1 ] && base=$rate
+  [ "$k" = 4 ] && four=$rate
+  awk -v k="$k" -v r="$rate" -v b="$base" 'BEGIN { printf "%-5s %16.4g %9.2fx\n", k, r, r / b }'
+done
+awk -v a="$four" -v b="$base" 'BEGIN { printf "ratio ILP4/ILP1 %.2fx (target >= 2x)\n", a / b }'

@@ -1,0 +1,56 @@
+/* Reuse distances of one stream of blocks, binned by thresholds (internal to locality).
+ *
+ * Model: the reuse distance of a reference is the number of distinct other blocks
+ * referenced since the previous reference to its block (its LRU stack position); it hits
+ * every fully-associative LRU cache of depth D > distance. Ascending thresholds
+ * t_0 < ... < t_{m-1} define zones: a reference is in zone z = #{j : t_j <= distance}, and
+ * in zone m if it is a first reference or deeper than every threshold.
+ *
+ * Method (Olken-style, with time instead of a tree): every reference gets a time; a bit is
+ * set at the time of the latest reference of every live block. The distance of a reference
+ * to a block last referenced at time t is the number of bits set after t, counted by a
+ * Fenwick tree over the per-word popcounts of the bit array (a few words directly when the
+ * time gap is short). Only the latest t_{m-1} blocks can still hit, so the oldest mark is
+ * dropped (and its block forgotten) whenever there are more: memory is bounded by t_{m-1}
+ * blocks in the hash table and a time window of at least 4 t_{m-1}; when the window is
+ * used up the live marks are renumbered to its start.
+ * A reference to the same block as the previous reference is distance 0 without a lookup.
+ */
+#ifndef MEMSNAP_REUSE_STACK_H
+#define MEMSNAP_REUSE_STACK_H
+
+#include <stdint.h>
+
+typedef struct reuse_slot {
+  uint64_t block;
+  uint32_t time;
+  uint32_t used; /* 0: empty */
+} reuse_slot;
+
+typedef struct reuse_stack {
+  int threshold_count;  /* m */
+  uint64_t *thresholds; /* t_0..t_{m-1} */
+  int powers_of_two;    /* t_j = 2^j: the zone is a bit length, no search */
+  uint32_t capacity;    /* t_{m-1}: live blocks kept */
+  uint32_t live;        /* marks set */
+  uint32_t window;      /* times per epoch: a power of two */
+  uint32_t now;         /* next time */
+  uint32_t oldest;      /* no mark before this time */
+  uint64_t *bits;       /* window / 64 words */
+  uint32_t *fenwick;    /* 1-based, over the words' popcounts */
+  uint32_t word_count;
+  uint64_t *time_block; /* block referenced at each time */
+  reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */
+  uint32_t slot_mask;
+  int hash_shift;
+  uint64_t last_block;
+  int has_last;
+} reuse_stack;
+
+/* thresholds: ascending, >= 1, the last at most 2^26. Returns 0 or MS_ERR_NOMEM. */
+int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count);
+void reuse_stack_free(reuse_stack *stack);
+/* References `block`; returns its zone (0..m), or MS_ERR_NOMEM if the table cannot grow. */
+int reuse_stack_reference(reuse_stack *stack, uint64_t block);
+
+#endif

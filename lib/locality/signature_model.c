@@ -1,0 +1,650 @@
+/* The memory-signature model (memsnap/signature.h; dissertation
+ * chameleon-weinberg-dissertation-2008.txt, sections 2.2.3, 3.1, 3.2, 3.3.2).
+ *
+ * Model and assumptions:
+ * - References are lines of the maximal width (an access spanning two lines is two
+ *   references, as in `memsnap sim`); within its line a reference stands for the word of
+ *   its first byte. All threads share one model (one LRU stack, one tree per line).
+ * - Stack positions: the 8 most recent distinct lines sit in a small move-to-front window
+ *   (position = index + 1, no table lookup). Older lines hold the logical time at which
+ *   they left the window; a bitmap marks the times that are some line's last and a
+ *   Fenwick tree counts the marks per 64-bit word, so the position of an older line is
+ *   8 + 1 + the number of marks after its time: O(log(times / 64)) in 48 KiB that stay in
+ *   L1/L2. Only positions up to 2^16 matter (larger ones miss at every depth and fall in
+ *   the last reuse bin), so when the times run out they are renumbered for the 2^16 most
+ *   recent lines and the older ones are marked "far".
+ *   Measured on matmul 200 (16M accesses, a 200-line column walk: half the references
+ *   leave the window): a plain Fenwick tree over 2^18 times took 4.2 s, this layout
+ *   1.5 s. On stream_add and stencil2d nearly all references hit the window.
+ * - Lines live in an open-addressing table (line -> record); a record holds the line, its
+ *   time and its tree, one 64-byte cache line for the default 7 levels.
+ * - Each line keeps its tree of halves as two bit arrays in heap order (root 1, children
+ *   2i and 2i+1): nodes visited, and the half chosen on the last visit.
+ * - Per-site binning (section 3.3.2): the state above is shared; only the counts go to
+ *   the bin of the access's site. With a cap, a site's accesses past the cap are counted
+ *   as executions but not sent to the model.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/signature.h"
+#include "signature_internal.h"
+
+#define TIME_SLOTS (1u << 18) /* times 1..TIME_SLOTS-1; rebuilt when exhausted */
+#define TIME_WORDS (TIME_SLOTS / 64)
+#define KEEP_LINES (1u << 16) /* lines kept at a rebuild: positions <= 2^16 */
+#define TIME_FAR 0u           /* line not among the 2^16 most recent (or forgotten) */
+#define NO_STATE UINT32_MAX
+#define WINDOW 8 /* the most recent distinct lines, kept outside the time structure */
+
+/* A line's record, record_words uint64_t: [0] line, [1] time of its last reference, then
+ * the tree's visited bits and choice bits (tree_words each). One cache line for the
+ * default 7 levels, so a reference touches one record. */
+enum { RECORD_LINE = 0, RECORD_TIME = 1, RECORD_TREE = 2 };
+
+typedef struct table_slot {
+  uint64_t key;   /* line + 1; 0: empty */
+  uint32_t state; /* record index */
+} table_slot;
+
+struct ms_signature_model {
+  ms_signature_config config;
+  int levels;
+  unsigned line_shift, word_shift;
+  size_t tree_words;   /* uint64_t per bit array per line */
+  size_t record_words; /* uint64_t per record */
+  /* levels <= 7 (a tree in two words): per word, the path's nodes and the halves taken on
+   * it, as bit masks over the tree: [0..1] nodes, [2..3] halves. */
+  uint64_t (*paths)[4];
+
+  table_slot *table; /* line -> record, open addressing, linear probing */
+  size_t table_mask, table_used;
+
+  uint64_t *records;
+  size_t state_count, state_capacity;
+
+  /* Times that are some line's last: a bitmap and a Fenwick tree over the population of
+   * its 64-bit words (48 KiB together, resident in L1/L2). A plain Fenwick tree over 2^18
+   * times (1 MiB) cost 260 ns per reference on matmul 200 (16M accesses, 4.2 s); this
+   * layout gives the same counts at a fraction of that (docs/formats.md). */
+  uint64_t *time_bits;    /* TIME_WORDS */
+  uint32_t *word_fenwick; /* 1-based, TIME_WORDS entries */
+  uint32_t *time_state;   /* time -> record index */
+  uint32_t now;           /* last time used */
+  uint32_t marked;        /* lines with a time */
+  /* The WINDOW most recent distinct lines, most recent first, with their records: a
+   * reference among them has position index + 1 and needs neither the line table nor the
+   * time structure, which hold only the older lines (all older than the window's). On
+   * the test kernels 60-99% of references land here (stream_add, stencil2d: nearly all). */
+  uint64_t window_line[WINDOW];
+  uint32_t window_state[WINDOW];
+  uint32_t window_count;
+
+  sig_counts total;   /* whole program when not per site */
+  sig_counts discard; /* counts of warm-up references, never reported */
+  int warming;
+  sig_counts **sites; /* per site (per_site), by site id */
+  uint32_t site_capacity;
+  sig_counts *no_site; /* per site: accesses without a site */
+  uint32_t *scratch;   /* KEEP_LINES records, for rebuild_times */
+  uint64_t added;      /* accesses sent through the model (counted) */
+  uint64_t given;      /* accesses given to ms_signature_model_add, capped ones included */
+};
+
+void ms_signature_config_default(ms_signature_config *config) {
+  config->width = 512;
+  config->word = 4;
+  config->per_site = 0;
+  config->site_cap = 0;
+}
+
+static int log2_exact(uint64_t value) {
+  int shift = 0;
+  if (value == 0 || (value & (value - 1))) return -1;
+  while ((1ull << shift) != value)
+    shift++;
+  return shift;
+}
+
+int ms_signature_model_new(const ms_signature_config *config, ms_signature_model **out) {
+  *out = NULL;
+  int line_shift = log2_exact(config->width), word_shift = log2_exact(config->word);
+  if (line_shift < 0 || word_shift < 0 || word_shift >= line_shift)
+    return ms_error_set(MS_ERR_ARG,
+                        "signature: width %u and word %u must be powers of two, word < width",
+                        config->width, config->word);
+  if (line_shift - word_shift > MS_SIGNATURE_MAX_LEVELS || line_shift > 30)
+    return ms_error_set(MS_ERR_ARG, "signature: width / word may be at most 2^%d (width <= 1 GiB)",
+                        MS_SIGNATURE_MAX_LEVELS);
+  ms_signature_model *model = calloc(1, sizeof *model);
+  if (!model) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
+  model->config = *config;
+  model->levels = line_shift - word_shift;
+  model->line_shift = (unsigned)line_shift;
+  model->word_shift = (unsigned)word_shift;
+  model->tree_words = (((size_t)1 << model->levels) + 63) / 64; /* nodes 1..2^levels-1 */
+  model->record_words = RECORD_TREE + 2 * model->tree_words;
+  if (model->levels <= 7) {
+    model->paths = calloc((size_t)1 << model->levels, sizeof *model->paths);
+    if (!model->paths) {
+      free(model);
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
+    }
+    for (uint32_t word = 0; word < (1u << model->levels); word++)
+      for (int depth = 0; depth < model->levels; depth++) {
+        uint32_t node = (1u << depth) | (word >> (model->levels - depth));
+        uint64_t half = (word >> (model->levels - depth - 1)) & 1;
+        model->paths[word][node >> 6] |= 1ull << (node & 63);
+        model->paths[word][2 + (node >> 6)] |= half << (node & 63);
+      }
+  }
+  model->table_mask = 4095;
+  model->table = calloc(model->table_mask + 1, sizeof *model->table);
+  model->time_bits = calloc(TIME_WORDS, sizeof *model->time_bits);
+  model->word_fenwick = calloc(TIME_WORDS + 1, sizeof *model->word_fenwick);
+  model->time_state = calloc(TIME_SLOTS, sizeof *model->time_state);
+  model->scratch = malloc(KEEP_LINES * sizeof *model->scratch);
+  if (!model->table || !model->time_bits || !model->word_fenwick || !model->time_state ||
+      !model->scratch) {
+    ms_signature_model_free(model);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
+  }
+  *out = model;
+  return MS_OK;
+}
+
+void ms_signature_model_free(ms_signature_model *model) {
+  if (!model) return;
+  free(model->table);
+  free(model->paths);
+  free(model->records);
+  free(model->time_bits);
+  free(model->word_fenwick);
+  free(model->time_state);
+  for (uint32_t i = 0; i < model->site_capacity; i++)
+    free(model->sites[i]);
+  free(model->sites);
+  free(model->no_site);
+  free(model->scratch);
+  free(model);
+}
+
+void ms_signature_model_forget(ms_signature_model *model) {
+  memset(model->table, 0, (model->table_mask + 1) * sizeof *model->table);
+  model->table_used = 0;
+  model->state_count = 0;
+  memset(model->time_bits, 0, TIME_WORDS * sizeof *model->time_bits);
+  memset(model->word_fenwick, 0, (TIME_WORDS + 1) * sizeof *model->word_fenwick);
+  model->now = 0;
+  model->marked = 0;
+  model->window_count = 0;
+}
+
+static inline uint64_t *record_of(const ms_signature_model *model, uint32_t state) {
+  return model->records + (size_t)state * model->record_words;
+}
+
+/* ---- marked times ---- */
+
+static inline void word_fenwick_add(uint32_t *tree, uint32_t at, int32_t delta) {
+  for (; at <= TIME_WORDS; at += at & (~at + 1))
+    tree[at] += (uint32_t)delta;
+}
+
+static inline uint32_t word_fenwick_prefix(const uint32_t *tree, uint32_t at) {
+  uint32_t sum = 0;
+  for (; at > 0; at &= at - 1)
+    sum += tree[at];
+  return sum;
+}
+
+/* Without -mpopcnt the builtin is a libgcc call (4% of the time on matmul 200). */
+static inline uint32_t popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+static inline void time_mark(ms_signature_model *model, uint32_t time) {
+  model->time_bits[time >> 6] |= 1ull << (time & 63);
+  word_fenwick_add(model->word_fenwick, (time >> 6) + 1, 1);
+  model->marked++;
+}
+
+static inline void time_unmark(ms_signature_model *model, uint32_t time) {
+  model->time_bits[time >> 6] &= ~(1ull << (time & 63));
+  word_fenwick_add(model->word_fenwick, (time >> 6) + 1, -1);
+  model->marked--;
+}
+
+/* Marked times after `time`: the lines referenced since. */
+static inline uint32_t marks_after(const ms_signature_model *model, uint32_t time) {
+  uint32_t word = time >> 6, bit = time & 63;
+  uint64_t above = bit == 63 ? 0 : model->time_bits[word] >> (bit + 1);
+  return model->marked - word_fenwick_prefix(model->word_fenwick, word + 1) + popcount64(above);
+}
+
+/* Times exhausted: the KEEP_LINES most recent lines get times 1..kept in order, the others
+ * become far; bitmap and tree are rebuilt in linear time. */
+static void rebuild_times(ms_signature_model *model) {
+  uint32_t kept = 0;
+  for (uint32_t time = model->now; time > 0; time--) {
+    if (!(model->time_bits[time >> 6] >> (time & 63) & 1)) continue;
+    uint32_t state = model->time_state[time];
+    if (kept < KEEP_LINES)
+      model->scratch[kept++] = state;
+    else
+      record_of(model, state)[RECORD_TIME] = TIME_FAR;
+  }
+  memset(model->time_bits, 0, TIME_WORDS * sizeof *model->time_bits);
+  memset(model->word_fenwick, 0, (TIME_WORDS + 1) * sizeof *model->word_fenwick);
+  for (uint32_t time = 1; time <= kept; time++) {
+    uint32_t state = model->scratch[kept - time];
+    record_of(model, state)[RECORD_TIME] = time;
+    model->time_state[time] = state;
+    model->time_bits[time >> 6] |= 1ull << (time & 63);
+  }
+  /* Linear construction: every node passes its sum to its parent, up to the last word. */
+  for (uint32_t at = 1; at <= TIME_WORDS; at++) {
+    model->word_fenwick[at] += popcount64(model->time_bits[at - 1]);
+    uint32_t parent = at + (at & (~at + 1));
+    if (parent <= TIME_WORDS) model->word_fenwick[parent] += model->word_fenwick[at];
+  }
+  model->now = kept;
+  model->marked = kept;
+}
+
+/* ---- line table ---- */
+
+static inline size_t hash_line(uint64_t line) {
+  line ^= line >> 31;
+  line *= 0x9e3779b97f4a7c15ull;
+  return (size_t)(line >> 20);
+}
+
+static int grow_table(ms_signature_model *model) {
+  size_t capacity = (model->table_mask + 1) * 2, mask = capacity - 1;
+  table_slot *table = calloc(capacity, sizeof *table);
+  if (!table) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature's line table");
+  for (size_t i = 0; i <= model->table_mask; i++) {
+    if (!model->table[i].key) continue;
+    size_t at = hash_line(model->table[i].key) & mask;
+    while (table[at].key)
+      at = (at + 1) & mask;
+    table[at] = model->table[i];
+  }
+  free(model->table);
+  model->table = table;
+  model->table_mask = mask;
+  return MS_OK;
+}
+
+static int new_record(ms_signature_model *model, uint64_t line, uint32_t *out) {
+  if (model->state_count == model->state_capacity) {
+    size_t capacity = model->state_capacity ? model->state_capacity * 2 : 4096;
+    if (capacity > UINT32_MAX - 1)
+      return ms_error_set(MS_ERR_NOMEM, "signature: too many distinct lines");
+    uint64_t *records = realloc(model->records, capacity * model->record_words * sizeof *records);
+    if (!records) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature's lines");
+    model->records = records;
+    model->state_capacity = capacity;
+  }
+  uint32_t index = (uint32_t)model->state_count++;
+  uint64_t *record = record_of(model, index);
+  memset(record, 0, model->record_words * sizeof *record);
+  record[RECORD_LINE] = line;
+  record[RECORD_TIME] = TIME_FAR;
+  *out = index;
+  return MS_OK;
+}
+
+/* Record of `line`, created if new (*cold = 1 then). */
+static inline int find_line(ms_signature_model *model, uint64_t line, uint32_t *state, int *cold) {
+  uint64_t key = line + 1;
+  size_t at = hash_line(key) & model->table_mask;
+  *state = NO_STATE;
+  while (model->table[at].key) {
+    if (model->table[at].key == key) {
+      *state = model->table[at].state;
+      *cold = 0;
+      return MS_OK;
+    }
+    at = (at + 1) & model->table_mask;
+  }
+  *cold = 1;
+  int rc = new_record(model, line, state);
+  if (rc < 0) return rc;
+  model->table[at] = (table_slot){key, *state};
+  if (++model->table_used * 2 > model->table_mask + 1) return grow_table(model);
+  return MS_OK;
+}
+
+/* ---- counts ---- */
+
+static sig_counts *site_counts(ms_signature_model *model, uint32_t site) {
+  if (site == MS_SITE_NONE) {
+    if (!model->no_site) model->no_site = calloc(1, sizeof(sig_counts));
+    return model->no_site;
+  }
+  if (site >= model->site_capacity) {
+    uint32_t capacity = model->site_capacity ? model->site_capacity : 64;
+    while (capacity <= site)
+      capacity *= 2;
+    sig_counts **sites = realloc(model->sites, (size_t)capacity * sizeof *sites);
+    if (!sites) return NULL;
+    memset(sites + model->site_capacity, 0,
+           (size_t)(capacity - model->site_capacity) * sizeof *sites);
+    model->sites = sites;
+    model->site_capacity = capacity;
+  }
+  if (!model->sites[site]) model->sites[site] = calloc(1, sizeof(sig_counts));
+  return model->sites[site];
+}
+
+static inline int reuse_bin(uint32_t position) {
+  if (position <= 1) return 0;
+  int bin = 32 - __builtin_clz(position - 1); /* 2^(bin-1) < position <= 2^bin */
+  return bin < MS_SIGNATURE_DEPTHS ? bin : MS_SIGNATURE_DEPTHS - 1;
+}
+
+/* Counts the trials and yeses of a walk, from the visited and same-half bits of its path. */
+static inline void count_walk(const ms_signature_model *model, uint32_t word, int bin,
+                              const uint64_t *seen, const uint64_t *same, sig_counts *counts) {
+  int levels = model->levels;
+  for (int depth = 0; depth < levels; depth++) {
+    uint32_t node = (1u << depth) | (word >> (levels - depth));
+    int level = levels - 1 - depth;
+    counts->trials[level][bin] += seen[node >> 6] >> (node & 63) & 1;
+    counts->yes[level][bin] += same[node >> 6] >> (node & 63) & 1;
+  }
+}
+
+/* Walks the tree of halves in `record` to `word`, counting trials and yeses in `bin`. With
+ * at most 7 levels the whole walk is a few mask operations on two words (precomputed
+ * paths) instead of a load-modify-store per level: 1.45 s -> 1.07 s (user) on matmul 200. */
+static inline void walk_tree(const ms_signature_model *model, uint64_t *record, uint32_t word,
+                             int bin, sig_counts *counts) {
+  uint64_t *visited = record + RECORD_TREE;
+  uint64_t *choice = visited + model->tree_words;
+  if (model->paths) {
+    const uint64_t *path = model->paths[word];
+    uint64_t seen[2] = {visited[0] & path[0], model->tree_words > 1 ? visited[1] & path[1] : 0};
+    if (seen[0] | seen[1]) {
+      uint64_t same[2] = {seen[0] & ~(choice[0] ^ path[2]),
+                          model->tree_words > 1 ? seen[1] & ~(choice[1] ^ path[3]) : 0};
+      count_walk(model, word, bin, seen, same, counts);
+    }
+    for (size_t k = 0; k < model->tree_words; k++) {
+      visited[k] |= path[k];
+      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
+    }
+    return;
+  }
+  int levels = model->levels;
+  for (int depth = 0; depth < levels; depth++) {
+    uint32_t node = (1u << depth) | (word >> (levels - depth));
+    uint64_t half = (word >> (levels - depth - 1)) & 1;
+    uint64_t bit = 1ull << (node & 63);
+    size_t at = node >> 6;
+    int level = levels - 1 - depth;
+    uint64_t seen = visited[at] >> (node & 63) & 1;
+    uint64_t same = ~((choice[at] >> (node & 63)) ^ half) & 1;
+    counts->trials[level][bin] += seen;
+    counts->yes[level][bin] += seen & same;
+    visited[at] |= bit;
+    choice[at] = (choice[at] & ~bit) | (half << (node & 63));
+  }
+}
+
+/* Puts `state` (its line `line`) at the front of the window; the line pushed out of a full
+ * window gets the newest time. */
+static inline void window_push(ms_signature_model *model, uint64_t line, uint32_t state) {
+  uint32_t count = model->window_count;
+  if (count == WINDOW) {
+    if (model->now == TIME_SLOTS - 1) rebuild_times(model);
+    uint32_t evicted = model->window_state[WINDOW - 1];
+    uint32_t time = ++model->now;
+    record_of(model, evicted)[RECORD_TIME] = time;
+    model->time_state[time] = evicted;
+    time_mark(model, time);
+    count = WINDOW - 1;
+  }
+  for (uint32_t k = WINDOW - 1; k > 0; k--) {
+    int move = k <= count;
+    model->window_line[k] = move ? model->window_line[k - 1] : model->window_line[k];
+    model->window_state[k] = move ? model->window_state[k - 1] : model->window_state[k];
+  }
+  model->window_line[0] = line;
+  model->window_state[0] = state;
+  model->window_count = count + 1;
+}
+
+/* One reference to `line` at word `word`. */
+static inline int reference(ms_signature_model *model, uint64_t line, uint32_t word,
+                            sig_counts *counts) {
+  counts->references++;
+  uint32_t count = model->window_count;
+  for (uint32_t i = 0; i < count; i++) {
+    if (model->window_line[i] != line) continue;
+    uint32_t state = model->window_state[i];
+    counts->positions[reuse_bin(i + 1)]++;
+    walk_tree(model, record_of(model, state), word, reuse_bin(i + 1), counts);
+    /* A fixed-length shift with selects: the compiler turned a loop of i steps into a
+     * memmove call (6% of the time on stream_add). */
+    for (uint32_t k = WINDOW - 1; k > 0; k--) {
+      int move = k <= i;
+      model->window_line[k] = move ? model->window_line[k - 1] : model->window_line[k];
+      model->window_state[k] = move ? model->window_state[k - 1] : model->window_state[k];
+    }
+    model->window_line[0] = line;
+    model->window_state[0] = state;
+    return MS_OK;
+  }
+  uint32_t state;
+  int cold = 0;
+  int rc = find_line(model, line, &state, &cold);
+  if (rc < 0) return rc;
+  uint64_t *record = record_of(model, state);
+  uint32_t time = (uint32_t)record[RECORD_TIME];
+  if (!cold) {
+    int bin = MS_SIGNATURE_DEPTHS - 1;
+    if (time != TIME_FAR) {
+      uint32_t position = count + marks_after(model, time) + 1;
+      bin = reuse_bin(position);
+      counts->positions[position > (1u << 16) ? MS_SIGNATURE_DEPTHS : bin]++;
+      time_unmark(model, time);
+    } else {
+      counts->positions[MS_SIGNATURE_DEPTHS]++;
+    }
+    walk_tree(model, record, word, bin, counts);
+  } else {
+    counts->cold++;
+    walk_tree(model, record, word, 0, counts); /* first visit: marks only, counts nothing */
+  }
+  record[RECORD_TIME] = TIME_FAR; /* in the window: no time */
+  window_push(model, line, state);
+  return MS_OK;
+}
+
+int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  unsigned line_shift = model->line_shift, word_shift = model->word_shift;
+  uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
+  sig_counts *counts = model->warming ? &model->discard : &model->total;
+  if (!model->warming) model->given += count;
+  for (size_t i = 0; i < count; i++) {
+    const ms_access *access = &accesses[i];
+    if (model->config.per_site && !model->warming) {
+      counts = site_counts(model, access->site);
+      if (!counts) return ms_error_set(MS_ERR_NOMEM, "out of memory for per-site signatures");
+      counts->executions++;
+      if (model->config.site_cap && counts->modeled >= model->config.site_cap) continue;
+    }
+    counts->modeled++;
+    model->added += !model->warming;
+    uint64_t first = access->address >> line_shift;
+    uint64_t last = (access->address + (access->size ? access->size - 1u : 0u)) >> line_shift;
+    uint32_t word = (uint32_t)((access->address & line_mask) >> word_shift);
+    for (uint64_t line = first;; line++) {
+      int rc = reference(model, line, word, counts);
+      if (rc < 0) return rc;
+      if (line == last) break;
+      word = 0;
+    }
+  }
+  return MS_OK;
+}
+
+int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  model->warming = 1;
+  int rc = ms_signature_model_add(model, accesses, count);
+  model->warming = 0;
+  return rc;
+}
+
+/* ---- result ---- */
+
+static void counts_to_bin(const sig_counts *counts, int levels, double weight,
+                          ms_signature_bin *bin) {
+  double hits = 0;
+  bin->executions += (double)counts->executions;
+  bin->modeled += (double)counts->modeled;
+  bin->references += weight * (double)counts->references;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+    hits += (double)counts->positions[k];
+    bin->hits[k] += weight * hits;
+  }
+  for (int level = 0; level < levels; level++)
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      bin->yes[level][k] += weight * (double)counts->yes[level][k];
+      bin->trials[level][k] += weight * (double)counts->trials[level][k];
+    }
+}
+
+int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
+                              uint64_t accesses_seen, ms_signature **out) {
+  *out = NULL;
+  ms_signature *signature = calloc(1, sizeof *signature);
+  if (!signature) return ms_error_set(MS_ERR_NOMEM, "out of memory for a signature");
+  signature->width = model->config.width;
+  signature->word = model->config.word;
+  signature->levels = model->levels;
+  signature->per_site = model->config.per_site;
+  signature->site_cap = model->config.per_site ? model->config.site_cap : 0;
+  signature->accesses_modeled = model->added;
+  signature->accesses_seen = accesses_seen ? accesses_seen : model->given;
+  if (info && (info->flags & MS_STREAM_SAMPLED)) {
+    signature->sample_on = info->sample_on;
+    signature->sample_off = info->sample_off;
+  }
+  if (info && info->program) {
+    signature->program = strdup(info->program);
+    if (!signature->program) goto nomem;
+  }
+  uint32_t site_bins = model->no_site != NULL;
+  for (uint32_t i = 0; i < model->site_capacity; i++)
+    site_bins += model->sites[i] != NULL;
+  signature->bins = calloc((size_t)site_bins + 1, sizeof *signature->bins);
+  if (!signature->bins) goto nomem;
+  signature->bin_count = (int)site_bins + 1;
+  ms_signature_bin *all = &signature->bins[0];
+  all->site = MS_SIGNATURE_ALL;
+  if (!model->config.per_site) {
+    counts_to_bin(&model->total, model->levels, 1.0, all);
+    all->executions = (double)signature->accesses_seen;
+    all->modeled = (double)model->added;
+  } else {
+    int next = 1;
+    for (uint32_t i = 0; i <= model->site_capacity; i++) {
+      const sig_counts *counts = i < model->site_capacity ? model->sites[i] : model->no_site;
+      if (!counts) continue;
+      ms_signature_bin *bin = &signature->bins[next++];
+      bin->site = i < model->site_capacity ? i : MS_SITE_NONE;
+      counts_to_bin(counts, model->levels, 1.0, bin);
+      double weight = counts->modeled ? (double)counts->executions / (double)counts->modeled : 0;
+      counts_to_bin(counts, model->levels, weight, all);
+      const ms_site *site =
+          info && bin->site != MS_SITE_NONE ? ms_site_table_get(info->sites, bin->site) : NULL;
+      if (site) {
+        char buf[512];
+        bin->pc = site->pc;
+        if (site->function || site->file) {
+          bin->location = strdup(ms_site_describe(site, buf, sizeof buf));
+          if (!bin->location) goto nomem;
+        }
+      }
+    }
+    all->executions = (double)signature->accesses_seen;
+  }
+  *out = signature;
+  return MS_OK;
+nomem:
+  ms_signature_free(signature);
+  return ms_error_set(MS_ERR_NOMEM, "out of memory for a signature");
+}
+
+void ms_signature_free(ms_signature *signature) {
+  if (!signature) return;
+  for (int i = 0; i < signature->bin_count; i++)
+    free(signature->bins[i].location);
+  free(signature->bins);
+  free(signature->program);
+  free(signature);
+}
+
+double ms_signature_hit_rate(const ms_signature_bin *bin, int depth_index) {
+  if (depth_index < 0 || depth_index >= MS_SIGNATURE_DEPTHS || bin->references <= 0) return -1;
+  return bin->hits[depth_index] / bin->references;
+}
+
+double ms_signature_alpha(const ms_signature_bin *bin, int level, int reuse_bin) {
+  if (level < 0 || level >= MS_SIGNATURE_MAX_LEVELS || reuse_bin >= MS_SIGNATURE_DEPTHS) return -1;
+  double yes = 0, trials = 0;
+  for (int k = reuse_bin < 0 ? 0 : reuse_bin;
+       k <= (reuse_bin < 0 ? MS_SIGNATURE_DEPTHS - 1 : reuse_bin); k++) {
+    yes += bin->yes[level][k];
+    trials += bin->trials[level][k];
+  }
+  return trials > 0 ? yes / trials : -1;
+}
+
+const sig_counts *sig_model_counts(const ms_signature_model *model) { return &model->total; }
+
+/* ---- sink ---- */
+
+typedef struct signature_sink {
+  ms_sink base;
+  ms_signature_model *model;
+  int warm;
+} signature_sink;
+
+static int signature_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
+  signature_sink *s = (signature_sink *)sink;
+  (void)info;
+  return s->warm ? ms_signature_model_warm(s->model, batch->accesses, batch->count)
+                 : ms_signature_model_add(s->model, batch->accesses, batch->count);
+}
+
+static void signature_destroy(ms_sink *sink) { free(sink); }
+
+static const ms_sink_ops signature_ops = {NULL, signature_consume, NULL, signature_destroy};
+
+static int new_sink(ms_signature_model *model, int warm, ms_sink **out) {
+  signature_sink *sink = calloc(1, sizeof *sink);
+  *out = NULL;
+  if (!sink) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature sink");
+  sink->base.ops = &signature_ops;
+  sink->model = model;
+  sink->warm = warm;
+  *out = &sink->base;
+  return MS_OK;
+}
+
+int ms_signature_sink_new(ms_signature_model *model, ms_sink **out) {
+  return new_sink(model, 0, out);
+}
+
+int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out) {
+  return new_sink(model, 1, out);
+}

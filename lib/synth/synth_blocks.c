@@ -1,0 +1,281 @@
+/* Seed generation, block phase (chameleon-weinberg-dissertation-2008.txt, section 4.1).
+ *
+ * Model: an LRU list of MS_SYNTH_LIST_BLOCKS blocks, all unreferenced at the start. Each
+ * reference draws u uniform in [0, 1); the first depth index k with u < aim[k] gives the
+ * reuse bin (k = 0: stack position 1; else a position uniform in (2^(k-1), 2^k]); u beyond
+ * aim[16] takes the least recent block (a miss at every depth). The chosen block moves to
+ * the front. The list is kept as a Fenwick tree over "times" (one mark per block at the
+ * time of its latest reference), so finding the block at a position and moving it cost
+ * O(log n).
+ * Achieved CDF: a reference is a hit at its list position when the block was referenced
+ * before (unreferenced blocks are always behind referenced ones, so the position is the
+ * true stack position); in unique mode every words_per_block-th reference to a block is a
+ * miss too (the block moves to a fresh physical block: section 5.4.2), and the positions
+ * are counted over physical blocks (the blocks left behind still count), so the achieved
+ * CDF is exactly the one of the seed's physical trace.
+ * Aim: checks every check_interval references once min_length is reached; at the length
+ * cap, aim[k] *= target[k] / achieved[k] and the trace is regenerated (the best trace is
+ * kept). Assumption: the seed is replicated at least min_replications times, so its cold
+ * misses stay misses when it is expanded (section 4.1).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "synth_internal.h"
+
+typedef struct lru_list {
+  uint32_t *fenwick, *block_time, *time_block;
+  uint32_t slots, now, top_bit;
+} lru_list;
+
+static int lru_init(lru_list *list, uint64_t max_length) {
+  memset(list, 0, sizeof *list);
+  list->slots = (uint32_t)(MS_SYNTH_LIST_BLOCKS + max_length);
+  list->top_bit = 1;
+  while (list->top_bit * 2 <= list->slots)
+    list->top_bit *= 2;
+  list->fenwick = calloc((size_t)list->slots + 1, sizeof *list->fenwick);
+  list->block_time = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *list->block_time);
+  list->time_block = calloc((size_t)list->slots + 1, sizeof *list->time_block);
+  if (!list->fenwick || !list->block_time || !list->time_block)
+    return ms_error_set(MS_ERR_NOMEM, "synth: out of memory for the LRU list");
+  return MS_OK;
+}
+
+static void lru_free(lru_list *list) {
+  free(list->fenwick);
+  free(list->block_time);
+  free(list->time_block);
+}
+
+static void fenwick_add(lru_list *list, uint32_t at, int32_t delta) {
+  for (; at <= list->slots; at += at & (~at + 1))
+    list->fenwick[at] += (uint32_t)delta;
+}
+
+/* Smallest time t with prefix(t) == rank. */
+static uint32_t fenwick_find(const lru_list *list, uint32_t rank) {
+  uint32_t at = 0;
+  for (uint32_t step = list->top_bit; step; step >>= 1)
+    if (at + step <= list->slots && list->fenwick[at + step] < rank) {
+      at += step;
+      rank -= list->fenwick[at];
+    }
+  return at + 1;
+}
+
+static void lru_touch(lru_list *list, uint32_t block) {
+  if (list->block_time[block]) fenwick_add(list, list->block_time[block], -1);
+  list->block_time[block] = ++list->now;
+  list->time_block[list->now] = block;
+  fenwick_add(list, list->now, 1);
+}
+
+/* Puts every block in the list, block 0 most recent, none referenced. */
+static void lru_reset(lru_list *list) {
+  memset(list->fenwick, 0, ((size_t)list->slots + 1) * sizeof *list->fenwick);
+  memset(list->block_time, 0, MS_SYNTH_LIST_BLOCKS * sizeof *list->block_time);
+  list->now = 0;
+  for (uint32_t i = 0; i < MS_SYNTH_LIST_BLOCKS; i++)
+    lru_touch(list, MS_SYNTH_LIST_BLOCKS - 1 - i);
+}
+
+/* Block at stack position `position` (1: most recent). */
+static uint32_t lru_at(const lru_list *list, uint32_t position) {
+  return list->time_block[fenwick_find(list, MS_SYNTH_LIST_BLOCKS - position + 1)];
+}
+
+static void achieved_cdf(const uint64_t hist[], uint64_t n, double cdf[]) {
+  uint64_t sum = 0;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+    sum += hist[k];
+    cdf[k] = n ? (double)sum / (double)n : 0;
+  }
+}
+
+static void cdf_errors(const double target[], const double cdf[], double *mean, double *max) {
+  *mean = *max = 0;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+    double d = fabs(target[k] - cdf[k]);
+    *mean += d / MS_SIGNATURE_DEPTHS;
+    if (d > *max) *max = d;
+  }
+}
+
+typedef struct attempt {
+  uint32_t *blocks;
+  uint8_t *bins;
+  uint64_t length;
+  double cdf[MS_SIGNATURE_DEPTHS];
+  double mean_error, max_error;
+} attempt;
+
+static uint32_t draw_position(double u, const double aim[], uint64_t *random, int *bin) {
+  int k = 0;
+  while (k < MS_SIGNATURE_DEPTHS && u >= aim[k])
+    k++;
+  if (k == MS_SIGNATURE_DEPTHS) {
+    *bin = MS_SIGNATURE_DEPTHS - 1;
+    return MS_SYNTH_LIST_BLOCKS;
+  }
+  *bin = k;
+  if (k == 0) return 1;
+  uint32_t low = 1u << (k - 1);
+  return low + 1 + (uint32_t)(synth_uniform(random) * low);
+}
+
+/* One iteration with `aim`: grows the trace until it meets the bounds or the cap. */
+/* Unique mode: the stack positions of the physical blocks. A Fenwick tree over reference
+ * times marks the latest reference of every physical block, dead ones (left behind when
+ * their virtual block moved) included, so the position of a reference is 1 + the marks
+ * after the latest reference to its block. */
+typedef struct physical_stack {
+  uint32_t *marks;     /* Fenwick tree over times 1..length */
+  uint32_t *last_time; /* per virtual block: time of its latest reference, 0 if none */
+  uint32_t length;
+} physical_stack;
+
+static void marks_add(physical_stack *p, uint32_t at, int32_t delta) {
+  for (; at <= p->length; at += at & (~at + 1))
+    p->marks[at] += (uint32_t)delta;
+}
+
+static uint32_t marks_prefix(const physical_stack *p, uint32_t at) {
+  uint32_t sum = 0;
+  for (; at; at &= at - 1)
+    sum += p->marks[at];
+  return sum;
+}
+
+/* Records reference `time` (1-based) to virtual block `block`; returns its physical stack
+ * position, or 0 for a miss (a fresh physical block). */
+static uint32_t physical_reference(physical_stack *p, uint32_t block, uint32_t time, int fresh) {
+  uint32_t last = p->last_time[block], position = 0;
+  if (!fresh) {
+    position = 1 + marks_prefix(p, time - 1) - marks_prefix(p, last);
+    marks_add(p, last, -1);
+  }
+  marks_add(p, time, 1);
+  p->last_time[block] = time;
+  return position;
+}
+
+static void count_hit(uint64_t hist[], uint32_t position) {
+  if (position == 0 || position > (1u << (MS_SIGNATURE_DEPTHS - 1))) return;
+  int k = 0;
+  while ((1u << k) < position)
+    k++;
+  hist[k]++;
+}
+
+static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visits,
+                        const double target[], const double aim[], const ms_synth_config *config,
+                        uint32_t words_per_block, attempt *a) {
+  uint64_t random = config->seed;
+  uint64_t hist[MS_SIGNATURE_DEPTHS] = {0};
+  lru_reset(list);
+  memset(visits, 0, MS_SYNTH_LIST_BLOCKS * sizeof *visits);
+  if (config->unique) {
+    memset(physical->marks, 0, ((size_t)physical->length + 1) * sizeof *physical->marks);
+    memset(physical->last_time, 0, MS_SYNTH_LIST_BLOCKS * sizeof *physical->last_time);
+  }
+  a->length = 0;
+  for (uint64_t i = 0; i < config->max_length; i++) {
+    int bin;
+    uint32_t position = draw_position(synth_uniform(&random), aim, &random, &bin);
+    if (position > MS_SYNTH_LIST_BLOCKS) position = MS_SYNTH_LIST_BLOCKS;
+    uint32_t block = lru_at(list, position);
+    if (config->unique)
+      count_hit(hist, physical_reference(physical, block, (uint32_t)i + 1,
+                                         visits[block] % words_per_block == 0));
+    else if (visits[block] > 0)
+      count_hit(hist, position);
+    visits[block]++;
+    lru_touch(list, block);
+    a->blocks[i] = block;
+    a->bins[i] = (uint8_t)bin;
+    a->length = i + 1;
+    if (a->length >= config->min_length && a->length % config->check_interval == 0) {
+      achieved_cdf(hist, a->length, a->cdf);
+      cdf_errors(target, a->cdf, &a->mean_error, &a->max_error);
+      if (a->mean_error <= config->max_mean_error && a->max_error <= config->max_max_error) return;
+    }
+  }
+  achieved_cdf(hist, a->length, a->cdf);
+  cdf_errors(target, a->cdf, &a->mean_error, &a->max_error);
+}
+
+static void reaim(double aim[], const double target[], const double achieved[]) {
+  double floor = 0;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+    double next =
+        achieved[k] > 0 ? aim[k] * target[k] / achieved[k] : aim[k] + (target[k] - achieved[k]);
+    if (next > 1) next = 1;
+    if (next < floor) next = floor; /* an aim must stay a CDF */
+    aim[k] = floor = next;
+  }
+}
+
+int synth_blocks(const double target[], const ms_synth_config *config, uint32_t words_per_block,
+                 ms_seed *seed, uint8_t **bins) {
+  lru_list list;
+  physical_stack physical = {0};
+  attempt best = {0}, trial = {0};
+  uint32_t *visits = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *visits);
+  int rc = lru_init(&list, config->max_length);
+  if (config->unique) {
+    physical.length = (uint32_t)config->max_length;
+    physical.marks = calloc((size_t)config->max_length + 1, sizeof *physical.marks);
+    physical.last_time = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *physical.last_time);
+    if (rc == MS_OK && (!physical.marks || !physical.last_time))
+      rc = ms_error_set(MS_ERR_NOMEM, "synth: out of memory");
+  }
+  best.blocks = malloc(config->max_length * sizeof *best.blocks);
+  best.bins = malloc(config->max_length);
+  trial.blocks = malloc(config->max_length * sizeof *trial.blocks);
+  trial.bins = malloc(config->max_length);
+  if (rc == MS_OK && (!visits || !best.blocks || !best.bins || !trial.blocks || !trial.bins))
+    rc = ms_error_set(MS_ERR_NOMEM, "synth: out of memory for a seed of %llu references",
+                      (unsigned long long)config->max_length);
+  double aim[MS_SIGNATURE_DEPTHS];
+  memcpy(aim, target, sizeof aim);
+  best.max_error = INFINITY;
+  int iterations = 0;
+  while (rc == MS_OK && iterations < config->max_iterations) {
+    run_attempt(&list, &physical, visits, target, aim, config, words_per_block, &trial);
+    iterations++;
+    double current[MS_SIGNATURE_DEPTHS];
+    memcpy(current, trial.cdf, sizeof current);
+    double improvement = best.max_error - trial.max_error;
+    if (trial.max_error < best.max_error) {
+      attempt swap = best;
+      best = trial;
+      trial = swap;
+    }
+    if (best.mean_error <= config->max_mean_error && best.max_error <= config->max_max_error) break;
+    if (iterations > 1 && improvement < config->min_improvement) break;
+    reaim(aim, target, current);
+  }
+  if (rc == MS_OK) {
+    seed->blocks = best.blocks;
+    seed->length = best.length;
+    seed->iterations = iterations;
+    memcpy(seed->achieved_cdf, best.cdf, sizeof best.cdf);
+    seed->mean_error = best.mean_error;
+    seed->max_error = best.max_error;
+    *bins = best.bins;
+    best.blocks = NULL;
+    best.bins = NULL;
+  }
+  free(best.blocks);
+  free(best.bins);
+  free(trial.blocks);
+  free(trial.bins);
+  free(visits);
+  free(physical.marks);
+  free(physical.last_time);
+  lru_free(&list);
+  return rc;
+}

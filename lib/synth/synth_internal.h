@@ -1,0 +1,34 @@
+/* Internals shared by the seed generator's phases (lib/synth). */
+#ifndef MEMSNAP_SYNTH_INTERNAL_H
+#define MEMSNAP_SYNTH_INTERNAL_H
+
+#include <stdint.h>
+
+#include "memsnap/synth.h"
+
+/* splitmix64: a small, fast, well-mixed generator; deterministic for a seed value. */
+static inline uint64_t synth_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static inline double synth_uniform(uint64_t *state) {
+  return (double)(synth_random(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Block phase: fills seed->blocks (virtual blocks), the reuse bin drawn for each reference
+ * (`bins`), seed->length, iterations, achieved_cdf and errors. `words_per_block` is used
+ * in unique mode only (a virtual block moves to a new physical block every that many
+ * references). */
+int synth_blocks(const double target[], const ms_synth_config *config, uint32_t words_per_block,
+                 ms_seed *seed, uint8_t **bins);
+
+/* Word phase: maps virtual blocks to physical ones (unique mode) and chooses every word;
+ * `alpha[level][bin]` is the target, `revisit[level][bin]` the fraction of switches to a
+ * half visited before. Fills seed->words, unique_blocks, alpha_error. */
+int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
+                const double revisit[][MS_SIGNATURE_DEPTHS], int levels,
+                const ms_synth_config *config, const uint8_t *bins, ms_seed *seed);
+
+#endif

@@ -1,0 +1,217 @@
+/* memsnap compare [--widths W] [--depths D] [--shards RATE] [--sample ON/OFF]
+ *                 [--format table|csv|json] [-o FILE] INPUT INPUT... [-- PROGRAM ARGS]
+ *
+ * Surface similarity (dissertation Table 6.1): the mean absolute difference between the
+ * hit rates of two cache surfaces over the (width, depth) points they share, for every
+ * pair of inputs. Inputs are traces, .sig memory signatures (surface derived from the
+ * signature) and at most one live program after `--`.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "locality_cli.h"
+#include "memsnap/output.h"
+#include "memsnap/surface.h"
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap compare [OPTIONS] INPUT INPUT... [-- PROGRAM ARGS...]\n"
+              "  INPUT              a trace or a .sig memory signature\n"
+              "  -w, --widths W     widths of the surfaces of traces (default 4:512)\n"
+              "  -d, --depths D     depths of the surfaces of traces (default 1:65536)\n"
+              "  --shards RATE      SHARDS sampling of the surfaces of traces\n"
+              "  --sample ON/OFF    interval sampling of traces and programs\n"
+              "  --format F         table (default), csv or json\n"
+              "  -o, --output FILE  write the matrix to FILE (default standard output)\n"
+              "Each cell is the mean absolute difference of hit rates over the common grid.\n");
+}
+
+typedef struct compare_options {
+  locality_input_options input;
+  const char *format;
+  const char *output;
+} compare_options;
+
+static int parse_options(int argc, char **argv, compare_options *o) {
+  static const struct option long_options[] = {
+      {"widths", required_argument, NULL, 'w'}, {"depths", required_argument, NULL, 'd'},
+      {"shards", required_argument, NULL, 'S'}, {"sample", required_argument, NULL, 's'},
+      {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  opterr = 0;
+  optind = 1;
+  int c, count;
+  uint64_t values[MS_SURFACE_MAX_DEPTHS];
+  char *end;
+  while ((c = getopt_long(argc, argv, ":w:d:o:h", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'w':
+      if (ms_surface_parse_grid(optarg, "--widths", values, MS_SURFACE_MAX_WIDTHS, &count) < 0) {
+        cli_error(argv[0], "%s", ms_error_message());
+        return 2;
+      }
+      o->input.config.width_count = count;
+      for (int i = 0; i < count; i++)
+        o->input.config.widths[i] = values[i] > UINT32_MAX ? 0 : (uint32_t)values[i];
+      break;
+    case 'd':
+      if (ms_surface_parse_grid(optarg, "--depths", values, MS_SURFACE_MAX_DEPTHS, &count) < 0) {
+        cli_error(argv[0], "%s", ms_error_message());
+        return 2;
+      }
+      o->input.config.depth_count = count;
+      memcpy(o->input.config.depths, values, (size_t)count * sizeof values[0]);
+      break;
+    case 'S':
+      o->input.config.sample_rate = strtod(optarg, &end);
+      if (*end || end == optarg || !(o->input.config.sample_rate > 0.0) ||
+          !(o->input.config.sample_rate < 1.0)) {
+        cli_error(argv[0], "bad --shards '%s' (a rate in (0, 1), e.g. 0.01)", optarg);
+        return 2;
+      }
+      break;
+    case 's':
+      if (locality_parse_interval(optarg, &o->input.sample_on, &o->input.sample_off) < 0) {
+        cli_error(argv[0], "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", optarg);
+        return 2;
+      }
+      break;
+    case 'f':
+      if (strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json")) {
+        cli_error(argv[0], "unknown --format '%s' (table, csv or json)", optarg);
+        return 2;
+      }
+      o->format = optarg;
+      break;
+    case 'o': o->output = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  if (ms_surface_config_check(&o->input.config) < 0) {
+    cli_error(argv[0], "%s", ms_error_message());
+    return 2;
+  }
+  return -1;
+}
+
+static void write_matrix(FILE *out, const char *format, char **names, int n, const double *d) {
+  if (!strcmp(format, "json")) {
+    fprintf(out, "{\n  \"inputs\": [");
+    for (int i = 0; i < n; i++) {
+      fputc('"', out);
+      for (const char *p = names[i]; *p; p++)
+        if (*p == '"' || *p == '\\')
+          fprintf(out, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20)
+          fprintf(out, "\\u%04x", *p);
+        else
+          fputc(*p, out);
+      fprintf(out, "\"%s", i + 1 < n ? ", " : "");
+    }
+    fprintf(out, "],\n  \"mean_absolute_difference\": [\n");
+    for (int i = 0; i < n; i++) {
+      fprintf(out, "    [");
+      for (int j = 0; j < n; j++)
+        fprintf(out, "%.6f%s", d[i * n + j], j + 1 < n ? ", " : "");
+      fprintf(out, "]%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(out, "  ]\n}\n");
+  } else if (!strcmp(format, "csv")) {
+    fprintf(out, "input");
+    for (int j = 0; j < n; j++)
+      fprintf(out, ",%s", names[j]);
+    fprintf(out, "\n");
+    for (int i = 0; i < n; i++) {
+      fprintf(out, "%s", names[i]);
+      for (int j = 0; j < n; j++)
+        fprintf(out, ",%.6f", d[i * n + j]);
+      fprintf(out, "\n");
+    }
+  } else {
+    fprintf(out, "surface similarity: mean absolute difference of hit rates over the common grid"
+                 " (0: identical)\n");
+    for (int i = 0; i < n; i++)
+      fprintf(out, "  [%d] %s\n", i + 1, names[i]);
+    fprintf(out, "%6s", "");
+    for (int j = 0; j < n; j++) {
+      char label[16];
+      snprintf(label, sizeof label, "[%d]", j + 1);
+      fprintf(out, " %7s", label);
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < n; i++) {
+      char label[16];
+      snprintf(label, sizeof label, "[%d]", i + 1);
+      fprintf(out, "%6s", label);
+      for (int j = 0; j < n; j++)
+        if (i == j)
+          fprintf(out, " %7s", "-");
+        else
+          fprintf(out, " %7.4f", d[i * n + j]);
+      fprintf(out, "\n");
+    }
+  }
+}
+
+int cmd_compare(int argc, char **argv) {
+  compare_options o = {.format = "table"};
+  ms_surface_config_default(&o.input.config);
+  int status = parse_options(argc, argv, &o);
+  if (status >= 0) return status;
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  int n = inputs.count + (inputs.program_argc > 0);
+  if (n < 2) {
+    cli_error(argv[0], "give two inputs or more (traces, .sig files, -- PROGRAM ARGS)");
+    return 2;
+  }
+  ms_surface *surfaces = calloc((size_t)n, sizeof *surfaces);
+  double *matrix = calloc((size_t)n * (size_t)n, sizeof *matrix);
+  char **names = calloc((size_t)n, sizeof *names);
+  status = 1;
+  if (!surfaces || !matrix || !names) {
+    cli_error(argv[0], "out of memory");
+    goto done;
+  }
+  int program_status = 0;
+  for (int i = 0; i < n; i++) {
+    int live = i == inputs.count;
+    names[i] = live ? inputs.program_argv[0] : inputs.paths[i];
+    int s =
+        locality_surface_of(argv[0], live ? NULL : inputs.paths[i], live ? inputs.program_argc : 0,
+                            inputs.program_argv, &o.input, &surfaces[i], NULL, &program_status);
+    if (s) goto done;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      int points;
+      if (ms_surface_difference(&surfaces[i], &surfaces[j], &matrix[i * n + j], &points) < 0) {
+        cli_error(argv[0], "%s and %s: %s", names[i], names[j], ms_error_message());
+        goto done;
+      }
+    }
+  ms_output out;
+  if (ms_output_open(&out, o.output ? o.output : "-") < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  write_matrix(out.file, o.format, names, n, matrix);
+  if (ferror(out.file)) {
+    ms_output_abort(&out);
+    cli_error(argv[0], "cannot write the matrix");
+    goto done;
+  }
+  if (ms_output_commit(&out) < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
+  status = program_status;
+done:
+  free(surfaces);
+  free(matrix);
+  free(names);
+  return status;
+}

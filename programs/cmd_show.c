@@ -1,0 +1,98 @@
+/* memsnap show FILE [--json]: a readable summary of a memsnap file.
+ *
+ * The kind of file is told by its first line; each kind has one row in `formats` with its
+ * summary function, so that a new format (a .psnap profile, ...) is one more row.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "show.h"
+
+typedef struct show_format {
+  const char *first_line; /* prefix of the file's first line */
+  const char *name;
+  int (*show)(const char *command, const char *path, int json);
+  /* or, for a format with options of its own, the whole command line */
+  int (*show_command_line)(int argc, char **argv);
+} show_format;
+
+static const show_format formats[] = {
+    {"memsnap signature ", "memory signature (.sig)", show_signature, NULL},
+    {"psnap ", "PSnAP profile (.psnap): --site N, --function F, --line FILE:LINE, --all", NULL,
+     show_profile},
+};
+
+/* Options of any format that take a value as the next argument. */
+static int takes_value(const char *option) {
+  static const char *const with_value[] = {"-s", "--site", "-f", "--function", "-l", "--line"};
+  for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
+    if (strcmp(option, with_value[i]) == 0) return 1;
+  return 0;
+}
+
+/* The first argument that is neither an option nor an option's value, or NULL. */
+static const char *input_path(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] != '-' || argv[i][1] == '\0') return argv[i];
+    if (takes_value(argv[i])) i++;
+  }
+  return NULL;
+}
+
+/* The format whose first line starts `path`'s, or NULL (with *line the line read). */
+static const show_format *format_of(const char *path, char *line, size_t size) {
+  FILE *file = fopen(path, "rb");
+  if (!file) return NULL;
+  if (!fgets(line, (int)size, file)) line[0] = '\0';
+  fclose(file);
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    if (strncmp(line, formats[i].first_line, strlen(formats[i].first_line)) == 0)
+      return &formats[i];
+  return NULL;
+}
+
+static void usage(FILE *to) {
+  fprintf(to, "usage: memsnap show FILE [--json]\n"
+              "  a readable summary of a memsnap file; kinds recognized by their first line:\n");
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    fprintf(to, "    %s\n", formats[i].name);
+  fprintf(to, "  --json   the file's content as JSON\n");
+}
+
+int cmd_show(int argc, char **argv) {
+  static const struct option long_options[] = {
+      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int c, json = 0;
+  char line[256] = "";
+  const char *first_input = input_path(argc, argv);
+  const show_format *format = first_input ? format_of(first_input, line, sizeof line) : NULL;
+  if (format && format->show_command_line) return format->show_command_line(argc, argv);
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count != 1 || inputs.program_argc > 0) {
+    cli_error(argv[0], "give one file to show");
+    return 2;
+  }
+  const char *path = inputs.paths[0];
+  FILE *file = fopen(path, "rb");
+  if (!file) {
+    cli_error(argv[0], "%s: cannot open: %m", path);
+    return 1;
+  }
+  fclose(file);
+  format = format_of(path, line, sizeof line);
+  if (format && format->show) return format->show(argv[0], path, json);
+  cli_error(argv[0], "%s:1: not a file memsnap shows (memsnap show --help lists the kinds)", path);
+  return 1;
+}

@@ -1,0 +1,227 @@
+/* memsnap signature [--width 512] [--word 4] [--sample ON/OFF [--sample-cold] [--warmup N]]
+ *                   [--per-site [--site-cap N]]
+ *                   [--json] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)
+ *
+ * Extracts the memory signature of a trace or a live program (memsnap/signature.h): the
+ * reuse CDF at the maximal width and the alpha values by reuse bin, optionally with
+ * interval sampling (by default the model's state is kept across the skipped accesses;
+ * --sample-cold starts each interval cold as the dissertation's tracer; --warmup feeds the
+ * end of each skipped run to the state without counting it) and per-site bins. Writes the .sig text
+ * format, or JSON with --json.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memsnap/output.h"
+#include "memsnap/sample.h"
+#include "memsnap/signature.h"
+
+static void usage(FILE *to) {
+  fprintf(to,
+          "usage: memsnap signature [OPTIONS] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)\n"
+          "  -o, --output FILE   where to write (default: standard output)\n"
+          "  --width N           maximal line width in bytes, a power of two (default 512)\n"
+          "  --word N            word size in bytes, a power of two (default 4)\n"
+          "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M;\n"
+          "                      the model's state is kept across the skipped accesses\n"
+          "  --sample-cold       with --sample: every interval starts cold (no history)\n"
+          "  --warmup N          with --sample: the last N skipped accesses before each interval\n"
+          "                      update the model's state without being counted\n"
+          "  --per-site          also one signature per site (results binned, state shared)\n"
+          "  --site-cap N        with --per-site: model at most N accesses of each site\n"
+          "  --json              JSON instead of the .sig text format\n");
+}
+
+typedef struct signature_options {
+  ms_signature_config config;
+  uint64_t sample_on, sample_off;
+  uint64_t warmup; /* accesses before each interval that warm the model */
+  int cold;        /* forget the model's history at each interval */
+  int json;
+  const char *output;
+} signature_options;
+
+static int parse_power_of_two(const char *command, const char *name, const char *text,
+                              uint32_t *out) {
+  uint64_t value;
+  if (cli_parse_count(text, &value) < 0 || value == 0 || (value & (value - 1)) ||
+      value > (1u << 30)) {
+    cli_error(command, "bad %s '%s' (a power of two)", name, text);
+    return -1;
+  }
+  *out = (uint32_t)value;
+  return 0;
+}
+
+static int parse_sample(const char *command, const char *text, signature_options *options) {
+  const char *slash = strchr(text, '/');
+  char on[64];
+  if (!slash || (size_t)(slash - text) >= sizeof on) goto bad;
+  memcpy(on, text, (size_t)(slash - text));
+  on[slash - text] = '\0';
+  if (cli_parse_count(on, &options->sample_on) < 0 ||
+      cli_parse_count(slash + 1, &options->sample_off) < 0 || options->sample_on == 0)
+    goto bad;
+  return 0;
+bad:
+  cli_error(command, "bad --sample '%s' (ON/OFF counts such as 1M/9M, ON > 0)", text);
+  return -1;
+}
+
+static int parse_options(int argc, char **argv, signature_options *options) {
+  static const struct option long_options[] = {{"output", required_argument, NULL, 'o'},
+                                               {"width", required_argument, NULL, 'w'},
+                                               {"word", required_argument, NULL, 'W'},
+                                               {"sample", required_argument, NULL, 's'},
+                                               {"sample-cold", no_argument, NULL, 'C'},
+                                               {"warmup", required_argument, NULL, 'u'},
+                                               {"per-site", no_argument, NULL, 'p'},
+                                               {"site-cap", required_argument, NULL, 'c'},
+                                               {"json", no_argument, NULL, 'j'},
+                                               {"help", no_argument, NULL, 'h'},
+                                               {NULL, 0, NULL, 0}};
+  opterr = 0;
+  optind = 1;
+  int c, cap_given = 0;
+  while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'o': options->output = optarg; break;
+    case 'w':
+      if (parse_power_of_two(argv[0], "--width", optarg, &options->config.width) < 0) return 2;
+      break;
+    case 'W':
+      if (parse_power_of_two(argv[0], "--word", optarg, &options->config.word) < 0) return 2;
+      break;
+    case 's':
+      if (parse_sample(argv[0], optarg, options) < 0) return 2;
+      break;
+    case 'C': options->cold = 1; break;
+    case 'u':
+      if (cli_parse_count(optarg, &options->warmup) < 0) {
+        cli_error(argv[0], "bad --warmup '%s' (a count)", optarg);
+        return 2;
+      }
+      break;
+    case 'p': options->config.per_site = 1; break;
+    case 'c':
+      if (cli_parse_count(optarg, &options->config.site_cap) < 0 || options->config.site_cap == 0) {
+        cli_error(argv[0], "bad --site-cap '%s' (a count > 0)", optarg);
+        return 2;
+      }
+      cap_given = 1;
+      break;
+    case 'j': options->json = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  if ((options->cold || options->warmup) && !options->sample_off) {
+    cli_error(argv[0], "--sample-cold and --warmup need --sample ON/OFF with OFF > 0");
+    return 2;
+  }
+  if (options->warmup > options->sample_off) {
+    cli_error(argv[0], "--warmup %llu exceeds the %llu skipped accesses of --sample",
+              (unsigned long long)options->warmup, (unsigned long long)options->sample_off);
+    return 2;
+  }
+  if (cap_given && !options->config.per_site) {
+    cli_error(argv[0], "--site-cap needs --per-site");
+    return 2;
+  }
+  return -1;
+}
+
+/* --sample-cold: every interval starts cold, as the dissertation's tracer (section 3.3.1). */
+static int forget_history(void *context, uint64_t interval) {
+  (void)interval;
+  ms_signature_model_forget(context);
+  return 0;
+}
+
+static int write_signature(const char *command, const ms_signature *signature,
+                           const signature_options *options) {
+  ms_output output;
+  const char *path = options->output ? options->output : "-";
+  if (ms_output_open(&output, path) < 0) return cli_fail(command);
+  int rc = options->json ? ms_signature_write_json(output.file, signature)
+                         : ms_signature_write_text(output.file, signature);
+  if (rc < 0) {
+    ms_output_abort(&output);
+    return cli_fail(command);
+  }
+  if (ms_output_commit(&output) < 0) return cli_fail(command);
+  return 0;
+}
+
+int cmd_signature(int argc, char **argv) {
+  signature_options options = {0};
+  ms_signature_config_default(&options.config);
+  int status = parse_options(argc, argv, &options);
+  if (status >= 0) return status;
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count + (inputs.program_argc > 0) != 1) {
+    cli_error(argv[0], "give one input: a trace or -- PROGRAM ARGS");
+    return 2;
+  }
+  if (options.config.word >= options.config.width) {
+    cli_error(argv[0], "--word %u must be smaller than --width %u", options.config.word,
+              options.config.width);
+    return 2;
+  }
+  ms_signature_model *model = NULL;
+  ms_sink *model_sink = NULL, *sample_sink = NULL, *warm_sink = NULL;
+  ms_source *source = NULL;
+  ms_signature *signature = NULL;
+  status = 1;
+  if (ms_signature_model_new(&options.config, &model) < 0 ||
+      ms_signature_sink_new(model, &model_sink) < 0) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  if (options.sample_off > 0 &&
+      ms_sample_sink_new(model_sink, options.sample_on, options.sample_off,
+                         options.cold ? forget_history : NULL, model, &sample_sink) < 0) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  if (sample_sink && options.warmup &&
+      (ms_signature_warm_sink_new(model, &warm_sink) < 0 ||
+       ms_sample_sink_set_warmup(sample_sink, warm_sink, options.warmup) < 0)) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
+                           inputs.program_argv);
+  if (!source) goto done;
+  ms_sink *sink = sample_sink ? sample_sink : model_sink;
+  if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  uint64_t seen = 0;
+  ms_stream_info info = *ms_source_info(source);
+  if (sample_sink) {
+    ms_sample_sink_counts(sample_sink, &seen, NULL);
+    info.flags |= MS_STREAM_SAMPLED;
+    info.sample_on = options.sample_on;
+    info.sample_off = options.sample_off;
+  }
+  if (ms_signature_model_result(model, &info, seen, &signature) < 0) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  status = write_signature(argv[0], signature, &options);
+  if (status == 0) status = cli_program_status(source);
+done:
+  ms_signature_free(signature);
+  ms_source_destroy(source);
+  ms_sink_destroy(sample_sink);
+  ms_sink_destroy(warm_sink);
+  ms_sink_destroy(model_sink);
+  ms_signature_model_free(model);
+  return status;
+}

@@ -1,0 +1,168 @@
+/* memsnap surface [--widths W] [--depths D] [--format table|csv|json] [--shards RATE
+ *                 [--shards-check]] [--sample ON/OFF] [-o FILE] (TRACE | SIG | -- PROGRAM ARGS)
+ *
+ * The cache surface: exact hit rates of fully-associative LRU caches of every width x depth
+ * of a grid, with the reuse-distance histogram per width (lib/locality/surface.c).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "locality_cli.h"
+#include "memsnap/output.h"
+#include "memsnap/surface.h"
+
+static void usage(FILE *to) {
+  fprintf(to,
+          "usage: memsnap surface [OPTIONS] (TRACE | SIG | -- PROGRAM ARGS...)\n"
+          "  -w, --widths W      line widths in bytes: LO:HI (powers of two) or A,B,C\n"
+          "                      (default 4:512)\n"
+          "  -d, --depths D      depths in lines: LO:HI or A,B,C (default 1:65536)\n"
+          "  --format F          table (default), csv or json\n"
+          "  --json              same as --format json\n"
+          "  --shards RATE       spatially hashed sampling of lines (SHARDS) at RATE in (0,1),\n"
+          "                      e.g. 0.01\n"
+          "  --shards-check      with --shards: also compute the exact surface in the same pass\n"
+          "                      and report the sampling error\n"
+          "  --sample ON/OFF     interval sampling: keep ON accesses, drop OFF (e.g. 1M/9M)\n"
+          "  -o, --output FILE   write the report to FILE (default standard output)\n");
+}
+
+typedef struct surface_options {
+  locality_input_options input;
+  const char *format;
+  int shards_check;
+  const char *output;
+} surface_options;
+
+static int parse_grid(const char *command, const char *text, const char *what, uint64_t *values,
+                      int max, int *count) {
+  if (ms_surface_parse_grid(text, what, values, max, count) < 0) {
+    cli_error(command, "%s", ms_error_message());
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_options(int argc, char **argv, surface_options *o) {
+  static const struct option long_options[] = {
+      {"widths", required_argument, NULL, 'w'}, {"depths", required_argument, NULL, 'd'},
+      {"format", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
+      {"shards", required_argument, NULL, 'S'}, {"shards-check", no_argument, NULL, 'C'},
+      {"sample", required_argument, NULL, 's'}, {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  opterr = 0;
+  optind = 1;
+  int c;
+  uint64_t values[MS_SURFACE_MAX_DEPTHS];
+  int count;
+  char *end;
+  while ((c = getopt_long(argc, argv, ":w:d:o:h", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'w':
+      if (parse_grid(argv[0], optarg, "--widths", values, MS_SURFACE_MAX_WIDTHS, &count) < 0)
+        return 2;
+      o->input.config.width_count = count;
+      for (int i = 0; i < count; i++)
+        o->input.config.widths[i] = values[i] > UINT32_MAX ? 0 : (uint32_t)values[i];
+      break;
+    case 'd':
+      if (parse_grid(argv[0], optarg, "--depths", values, MS_SURFACE_MAX_DEPTHS, &count) < 0)
+        return 2;
+      o->input.config.depth_count = count;
+      memcpy(o->input.config.depths, values, (size_t)count * sizeof values[0]);
+      break;
+    case 'f':
+      if (strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json")) {
+        cli_error(argv[0], "unknown --format '%s' (table, csv or json)", optarg);
+        return 2;
+      }
+      o->format = optarg;
+      break;
+    case 'j': o->format = "json"; break;
+    case 'S':
+      o->input.config.sample_rate = strtod(optarg, &end);
+      if (*end || end == optarg || !(o->input.config.sample_rate > 0.0) ||
+          !(o->input.config.sample_rate < 1.0)) {
+        cli_error(argv[0], "bad --shards '%s' (a rate in (0, 1), e.g. 0.01)", optarg);
+        return 2;
+      }
+      break;
+    case 'C': o->shards_check = 1; break;
+    case 's':
+      if (locality_parse_interval(optarg, &o->input.sample_on, &o->input.sample_off) < 0) {
+        cli_error(argv[0], "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", optarg);
+        return 2;
+      }
+      break;
+    case 'o': o->output = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_option_error(argv[0], c, argv);
+    }
+  }
+  if (ms_surface_config_check(&o->input.config) < 0) {
+    cli_error(argv[0], "%s", ms_error_message());
+    return 2;
+  }
+  if (o->shards_check && o->input.config.sample_rate >= 1.0) {
+    cli_error(argv[0], "--shards-check needs --shards RATE");
+    return 2;
+  }
+  return -1;
+}
+
+/* Mean absolute difference of the sampled surface against the exact one, over all points
+ * and over the points of depth >= 256. */
+static void write_error(FILE *out, const ms_surface *sampled, const ms_surface *exact) {
+  double all = 0.0, deep = 0.0, worst = 0.0;
+  int n_all = 0, n_deep = 0;
+  for (int i = 0; i < exact->width_count; i++)
+    for (int k = 0; k < exact->depth_count; k++) {
+      double e = fabs(sampled->hit_rate[i][k] - exact->hit_rate[i][k]);
+      all += e;
+      n_all++;
+      if (e > worst) worst = e;
+      if (exact->depths[k] >= 256) {
+        deep += e;
+        n_deep++;
+      }
+    }
+  fprintf(out, "sampling error (rate %g): mean absolute error %.4f over all %d points, ",
+          sampled->sample_rate, all / n_all, n_all);
+  if (n_deep) fprintf(out, "%.4f over the %d points of depth >= 256, ", deep / n_deep, n_deep);
+  fprintf(out, "max %.4f\n", worst);
+}
+
+int cmd_surface(int argc, char **argv) {
+  surface_options o = {.format = "table"};
+  ms_surface_config_default(&o.input.config);
+  int status = parse_options(argc, argv, &o);
+  if (status >= 0) return status;
+  cli_inputs inputs;
+  cli_split_inputs(argc, argv, optind, &inputs);
+  if (inputs.count + (inputs.program_argc > 0) != 1) {
+    cli_error(argv[0], "give one input: a trace, a .sig or -- PROGRAM ARGS");
+    return 2;
+  }
+  static ms_surface surface, exact;
+  int program_status;
+  status = locality_surface_of(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
+                               inputs.program_argv, &o.input, &surface,
+                               o.shards_check ? &exact : NULL, &program_status);
+  if (status) return status;
+  ms_output out;
+  if (ms_output_open(&out, o.output ? o.output : "-") < 0) return cli_fail(argv[0]);
+  int rc = !strcmp(o.format, "json")  ? ms_surface_write_json(out.file, &surface)
+           : !strcmp(o.format, "csv") ? ms_surface_write_csv(out.file, &surface)
+                                      : ms_surface_write_table(out.file, &surface);
+  if (rc < 0) {
+    ms_output_abort(&out);
+    return cli_fail(argv[0]);
+  }
+  if (o.shards_check) write_error(o.output ? stdout : stderr, &surface, &exact);
+  if (ms_output_commit(&out) < 0) return cli_fail(argv[0]);
+  return program_status;
+}

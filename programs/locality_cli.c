@@ -1,0 +1,105 @@
+/* The surface of any input for the locality commands: see locality_cli.h. */
+#include "locality_cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memsnap/sample.h"
+#include "memsnap/signature.h"
+
+int locality_is_signature(const char *path) {
+  size_t n = path ? strlen(path) : 0;
+  return n > 4 && !strcmp(path + n - 4, ".sig");
+}
+
+int locality_parse_interval(const char *text, uint64_t *on, uint64_t *off) {
+  const char *slash = strchr(text, '/');
+  if (!slash || slash == text) return -1;
+  char head[64];
+  size_t n = (size_t)(slash - text);
+  if (n >= sizeof head) return -1;
+  memcpy(head, text, n);
+  head[n] = '\0';
+  if (cli_parse_count(head, on) < 0 || cli_parse_count(slash + 1, off) < 0 || *on == 0) return -1;
+  return 0;
+}
+
+static int surface_of_signature(const char *command, const char *path, ms_surface *out) {
+  ms_signature *signature = NULL;
+  ms_signature_surface derived;
+  if (ms_signature_load(path, &signature) < 0 ||
+      ms_signature_derive_surface(signature, 0, &derived) < 0) {
+    ms_signature_free(signature);
+    return cli_fail(command);
+  }
+  memset(out, 0, sizeof *out);
+  out->width_count =
+      derived.width_count < MS_SURFACE_MAX_WIDTHS ? derived.width_count : MS_SURFACE_MAX_WIDTHS;
+  out->depth_count = MS_SIGNATURE_DEPTHS;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    out->depths[k] = 1ull << k;
+  /* Keep the widest widths when the signature has more levels than a surface holds. */
+  int skip = derived.width_count - out->width_count;
+  for (int i = 0; i < out->width_count; i++) {
+    out->widths[i] = derived.widths[i + skip];
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+      out->hit_rate[i][k] = derived.hit_rate[i + skip][k];
+  }
+  out->accesses = signature->accesses_seen;
+  out->sample_rate = 1.0;
+  ms_signature_free(signature);
+  return 0;
+}
+
+int locality_surface_of(const char *command, const char *path, int program_argc,
+                        char **program_argv, const locality_input_options *options, ms_surface *out,
+                        ms_surface *exact, int *program_status) {
+  *program_status = 0;
+  if (program_argc == 0 && locality_is_signature(path)) {
+    int rc = surface_of_signature(command, path, out);
+    if (exact) *exact = *out;
+    return rc;
+  }
+  ms_surface_builder *builder = NULL, *exact_builder = NULL;
+  ms_sink *sink = NULL, *sampler = NULL, *exact_sink = NULL, *exact_sampler = NULL;
+  ms_surface_config exact_config = options->config;
+  exact_config.sample_rate = 1.0;
+  ms_source *source = NULL;
+  int status = 1;
+  if (ms_surface_builder_new(&options->config, &builder) < 0 ||
+      ms_surface_sink_new(builder, &sink) < 0 ||
+      (options->sample_on && ms_sample_sink_new(sink, options->sample_on, options->sample_off, NULL,
+                                                NULL, &sampler) < 0)) {
+    cli_fail(command);
+    goto done;
+  }
+  if (exact && (ms_surface_builder_new(&exact_config, &exact_builder) < 0 ||
+                ms_surface_sink_new(exact_builder, &exact_sink) < 0 ||
+                (options->sample_on &&
+                 ms_sample_sink_new(exact_sink, options->sample_on, options->sample_off, NULL, NULL,
+                                    &exact_sampler) < 0))) {
+    cli_fail(command);
+    goto done;
+  }
+  source = cli_open_source(command, path, program_argc, program_argv);
+  if (!source) goto done;
+  ms_sink *sinks[2] = {sampler ? sampler : sink, exact_sampler ? exact_sampler : exact_sink};
+  if (ms_pipeline_run(source, sinks, exact ? 2 : 1, 0) < 0) {
+    cli_fail(command);
+    goto done;
+  }
+  ms_surface_builder_result(builder, out);
+  if (exact) ms_surface_builder_result(exact_builder, exact);
+  *program_status = cli_program_status(source);
+  status = 0;
+done:
+  ms_source_destroy(source);
+  ms_sink_destroy(sampler);
+  ms_sink_destroy(sink);
+  ms_surface_builder_free(builder);
+  ms_sink_destroy(exact_sampler);
+  ms_sink_destroy(exact_sink);
+  ms_surface_builder_free(exact_builder);
+  return status;
+}

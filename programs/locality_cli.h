@@ -1,0 +1,32 @@
+/* Shared pieces of the locality commands (surface, scores, compare, plot): the surface of
+ * one input, whatever it is (a trace, a live program, a .sig memory signature). */
+#ifndef MEMSNAP_LOCALITY_CLI_H
+#define MEMSNAP_LOCALITY_CLI_H
+
+#include <stdint.h>
+
+#include "memsnap/surface.h"
+
+/* How to observe an input: the grid (and SHARDS rate) and optional interval sampling
+ * (sample_on accesses kept, then sample_off dropped; both 0: everything). */
+typedef struct locality_input_options {
+  ms_surface_config config;
+  uint64_t sample_on, sample_off;
+} locality_input_options;
+
+/* 1 if path names a memory signature (.sig). */
+int locality_is_signature(const char *path);
+
+/* The surface of a trace, of a live program (program_argc > 0) or of a .sig (derived from
+ * its whole-program bin; the grid is then the signature's). Prints the error and returns a
+ * non-zero exit status on failure, 0 on success. When `exact` is not NULL (a trace or a
+ * program), the exact surface of the same grid is computed in the same pass too; *program_status
+ * gets the live program's status (0 for files). */
+int locality_surface_of(const char *command, const char *path, int program_argc,
+                        char **program_argv, const locality_input_options *options, ms_surface *out,
+                        ms_surface *exact, int *program_status);
+
+/* Parses --sample ON/OFF ("1M/9M"); returns 0 or -1. */
+int locality_parse_interval(const char *text, uint64_t *on, uint64_t *off);
+
+#endif
