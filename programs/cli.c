@@ -127,8 +127,6 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
     rc = ms_capture_open(&capture_options, program_argc, program_argv, &source);
   } else if (path && ms_psnap_detect(path)) {
     rc = ms_psnap_open(path, &source);
-    ms_capture_options options = {.tool_dir = NULL, .quiet = 1};
-    rc = ms_capture_open(&options, program_argc, program_argv, &source);
   } else if (path && seed_expansion) {
     rc = open_expanded_seed(path, &source);
   } else if (path) {
