@@ -80,6 +80,11 @@ int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
     }
     kind = strtok_r(NULL, " ", &save);
   }
+  if (kind || f->function_count + f->line_count == 0) {
+    ms_psnap_filter_free(f);
+    return ms_error_set(MS_ERR_FORMAT, "selection: expected all, executable PATH, or function F"
+                                       " / line FILE:LINE words");
+  }
   *out = f;
   return 0;
 nomem:
