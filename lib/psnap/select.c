@@ -75,8 +75,9 @@ int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
     else if (!strcmp(kind, "line") && strrchr(value, ':'))
       f->lines[f->line_count++] = value;
     else {
-      ms_psnap_filter_free(f);
-      return ms_error_set(MS_ERR_FORMAT, "selection: unknown '%s %s'", kind, value);
+      int rc = ms_error_set(MS_ERR_FORMAT, "selection: unknown '%s %s'", kind, value);
+      ms_psnap_filter_free(f); /* kind and value point into f->text */
+      return rc;
     }
     kind = strtok_r(NULL, " ", &save);
   }

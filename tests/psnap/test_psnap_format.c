@@ -338,6 +338,9 @@ static void malformed_profiles_are_rejected(void **state) {
   bad = replace(text, "selection executable app\n", "selection everything\n");
   expect_rejected(bad, "selection is all, executable PATH, or function F / line FILE:LINE");
   free(bad);
+  bad = replace(text, "selection executable app\n", "selection function f bogus x\n");
+  expect_rejected(bad, "selection is all, executable PATH");
+  free(bad);
   bad = replace(text, "excluded 0\n", "excluded many\n");
   expect_rejected(bad, "t.psnap:");
   free(bad);
