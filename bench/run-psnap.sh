@@ -2,9 +2,12 @@
 # PSnAP profiles (bench/run.sh runs this with the build folder as $1). Figures, each a ratio
 # of two things measured in this one run:
 #   1. size: raw stream at 8 bytes per address / profile (target >= 100000x) and the
-#      whole run's .mtr / profile (target >= 100x), regular kernels, profile of the kernel
-#      function; at the kernels' default sizes and at larger ones
-#   2. live profiling: memsnap profile -- PROG vs memsnap record -- PROG (target <= 1.2x)
+#      whole run's .mtr / profile (target >= 100x), regular kernels, the default profile
+#      (the accesses of the program's executable, not the loader's or libc's) of the same
+#      run as the .mtr; raw is the whole run's stream (raw-run) and, for reference, the
+#      executable's accesses alone (raw-exe); at the kernels' default sizes and larger ones
+#   2. live profiling: memsnap profile -- PROG vs memsnap record -- PROG (target <= 1.2x),
+#      default scope and --all-objects
 #   3. replay into an in-memory consumer vs decoding the same accesses from a .mtr
 #      (target >= 10x), accesses per second (bench_replay)
 set -euo pipefail
@@ -34,39 +37,43 @@ seconds() { # seconds COMMAND...: wall time of one run, output discarded
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 accesses_of() { sed -n 's/^accesses \([0-9]*\)$/\1/p' "$1" | head -1; }
 
-echo "== PSnAP 1. profile size (profile of the kernel function; raw = 8 bytes per address) =="
-printf "%-11s %9s %10s %9s %11s %12s %10s\n" kernel size accesses psnap-B mtr-B raw/psnap mtr/psnap
+echo "== PSnAP 1. profile size (default profile: the executable's accesses; raw = 8 bytes per address) =="
+printf "%-11s %8s %10s %9s %8s %10s %12s %12s %10s\n" kernel size run-acc exe-acc psnap-B mtr-B \
+  raw-run/psnap raw-exe/psnap mtr/psnap
 for c in "${cases[@]}"; do
   set -- $c
   for size in "$3" "$4"; do
     tag=$([ "$size" = "$3" ] && echo default || echo large)
     "$memsnap" record -q -o "$work/$1.$tag.mtr" -- "$kernels/$1" "$size" > /dev/null
-    "$memsnap" profile -q -f "$2" -o "$work/$1.$tag.psnap" "$work/$1.$tag.mtr"
+    "$memsnap" profile -q -o "$work/$1.$tag.psnap" "$work/$1.$tag.mtr"
     n=$(accesses_of "$work/$1.$tag.psnap")
+    x=$(sed -n 's/^excluded \([0-9]*\)$/\1/p' "$work/$1.$tag.psnap" | head -1)
+    all=$((n + x))
     p=$(stat -c %s "$work/$1.$tag.psnap")
     m=$(stat -c %s "$work/$1.$tag.mtr")
-    printf "%-11s %9s %10s %9s %11s %11.0fx %9.1fx  (%s)\n" "$1" "$size" "$n" "$p" "$m" \
-      "$(ratio $((n * 8)) "$p")" "$(ratio "$m" "$p")" "$tag"
+    printf "%-11s %8s %10s %9s %8s %10s %12.0fx %12.0fx %9.1fx  (%s)\n" "$1" "$size" "$all" "$n" \
+      "$p" "$m" "$(ratio $((all * 8)) "$p")" "$(ratio $((n * 8)) "$p")" "$(ratio "$m" "$p")" "$tag"
   done
 done
-echo "(targets: raw/psnap >= 100000x, mtr/psnap >= 100x)"
+echo "(targets: raw-run/psnap >= 100000x, mtr/psnap >= 100x)"
 
 echo
 echo "== PSnAP 2. live profile vs record (default sizes, seconds, best of 3) =="
 printf "%-11s %8s %9s %13s %13s %14s\n" kernel record profile profile-all profile/record all/record
+# profile: default scope (the executable); profile-all: --all-objects
 best() { local b=""; for i in 1 2 3; do t=$(seconds "$@"); b=$(awk -v a="$t" -v b="$b" 'BEGIN { print (b == "" || a < b) ? a : b }'); done; echo "$b"; }
 sum=0; sum_all=0; n=0
 for c in "${cases[@]}"; do
   set -- $c
   rec=$(best "$memsnap" record -q -o "$work/t.mtr" -- "$kernels/$1" "$3")
-  prof=$(best "$memsnap" profile -q -f "$2" -o "$work/t.psnap" -- "$kernels/$1" "$3")
-  all=$(best "$memsnap" profile -q -o "$work/t-all.psnap" -- "$kernels/$1" "$3")
+  prof=$(best "$memsnap" profile -q -o "$work/t.psnap" -- "$kernels/$1" "$3")
+  all=$(best "$memsnap" profile -q --all-objects -o "$work/t-all.psnap" -- "$kernels/$1" "$3")
   r=$(ratio "$prof" "$rec"); ra=$(ratio "$all" "$rec")
   printf "%-11s %8s %9s %13s %12sx %13sx\n" "$1" "$rec" "$prof" "$all" "$r" "$ra"
   sum=$(awk -v s="$sum" -v r="$r" 'BEGIN { print s + log(r) }')
   sum_all=$(awk -v s="$sum_all" -v r="$ra" 'BEGIN { print s + log(r) }'); n=$((n + 1))
 done
-awk -v s="$sum" -v t="$sum_all" -v n="$n" 'BEGIN { printf "geometric mean profile/record %.2fx, whole-program profile/record %.2fx (target <= 1.2x)\n", exp(s / n), exp(t / n) }'
+awk -v s="$sum" -v t="$sum_all" -v n="$n" 'BEGIN { printf "geometric mean profile/record %.2fx, --all-objects profile/record %.2fx (target <= 1.2x)\n", exp(s / n), exp(t / n) }'
 
 echo
 echo "== PSnAP 3. replay vs .mtr decode of the same accesses (large sizes) =="

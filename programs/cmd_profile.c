@@ -1,8 +1,10 @@
-/* memsnap profile -o OUT.psnap [--function F]... [--line FILE:LINE]... [--lossless]
+/* memsnap profile -o OUT.psnap [--all-objects] [--function F]... [--line FILE:LINE]... [--lossless]
  *                 [--max-strides N] [--site-cap N] [--order-cap N] (TRACE | -- PROGRAM ARGS)
  *
  * Builds a PSnAP profile (docs/formats.md) from any source: live through Valgrind
- * without storing a trace, or from a trace file. Prints a one-line summary on stderr.
+ * without storing a trace, or from a trace file. By default only the accesses of the
+ * program's own executable are kept (not the loader's or the libraries'); --all-objects
+ * keeps every access. Prints a one-line summary on stderr.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +17,8 @@
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap profile [-o OUT.psnap] [OPTIONS] (TRACE | -- PROGRAM [ARGS...])\n"
               "  -o, --output FILE     profile to write (default: standard output)\n"
+              "      --all-objects     keep the accesses of every object (loader, libraries);\n"
+              "                        default: only those of the program's executable\n"
               "  -f, --function NAME   keep only the accesses of this function (repeatable)\n"
               "  -l, --line FILE:LINE  keep only the accesses of this source line (repeatable)\n"
               "      --lossless        keep the exact addresses of sites without a pattern\n"
@@ -35,11 +39,12 @@ static int parse_cap(const char *command, const char *option, const char *text, 
 }
 
 int cmd_profile(int argc, char **argv) {
-  enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP };
+  enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP, ALL_OBJECTS };
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"function", required_argument, NULL, 'f'},
                                           {"line", required_argument, NULL, 'l'},
                                           {"lossless", no_argument, NULL, LOSSLESS},
+                                          {"all-objects", no_argument, NULL, ALL_OBJECTS},
                                           {"max-strides", required_argument, NULL, MAX_STRIDES},
                                           {"site-cap", required_argument, NULL, SITE_CAP},
                                           {"order-cap", required_argument, NULL, ORDER_CAP},
@@ -71,6 +76,7 @@ int cmd_profile(int argc, char **argv) {
       lines[settings.line_count++] = optarg;
       break;
     case LOSSLESS: settings.lossless = 1; break;
+    case ALL_OBJECTS: settings.all_objects = 1; break;
     case MAX_STRIDES:
       status = parse_cap(argv[0], "--max-strides", optarg, &settings.max_strides);
       if (status == 0 && settings.max_strides > 64) {
@@ -113,9 +119,12 @@ int cmd_profile(int argc, char **argv) {
       uint32_t lossy = 0;
       for (uint32_t i = 0; i < profile.site_count; i++)
         lossy += profile.sites[i].lossy;
-      fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites (%u lossy), %u threads\n",
+      fprintf(stderr,
+              "memsnap profile: %s: %llu accesses, %u sites (%u lossy), %u threads; selection %s,"
+              " %llu accesses left out\n",
               output, (unsigned long long)profile.access_count, profile.site_count, lossy,
-              profile.thread_count);
+              profile.thread_count, profile.selection ? profile.selection : "all",
+              (unsigned long long)profile.excluded);
     }
   } else if (source)
     cli_fail(argv[0]);

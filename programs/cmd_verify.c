@@ -1,7 +1,8 @@
 /* memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache] [--sites N]
  *
  * Measures a profile against the stream it came from. The trace is filtered by the
- * profile's selection (its `selection` line); per thread, each access is compared with
+ * profile's selection (its `selection` line: all, the program's executable, or functions
+ * and lines; lib/psnap/select.c); per thread, each access is compared with
  * the profile's replay of that thread (address, size and kind): the exact-match rate
  * overall and per site, and the first divergence with its site and index. Then the
  * hit rates of the trace and of the whole replay (what `memsnap sim PROFILE` simulates)
@@ -36,45 +37,11 @@ typedef struct verify_state {
   ms_psnap_profile *profile;
   thread_replay *threads;
   uint64_t *site_total, *site_exact;
-  uint64_t compared, exact, extra, index;
+  uint64_t compared, exact, extra, index, left_out;
   int diverged;
   char divergence[768];
-  /* selection of the trace */
-  char **functions, **lines;
-  int function_count, line_count;
-  uint8_t *kept; /* per trace site: 0 unknown, 1 kept, 2 dropped */
-  uint32_t kept_capacity;
+  ms_psnap_filter *filter; /* the profile's selection, applied to the trace */
 } verify_state;
-
-static int trace_site_kept(verify_state *v, const ms_stream_info *info, uint32_t id) {
-  if (!v->function_count && !v->line_count) return 1;
-  if (id == MS_SITE_NONE) return 0;
-  if (id >= v->kept_capacity) {
-    uint32_t capacity = v->kept_capacity ? v->kept_capacity : 1024;
-    while (capacity <= id)
-      capacity *= 2;
-    uint8_t *kept = realloc(v->kept, capacity);
-    if (!kept) return 0;
-    memset(kept + v->kept_capacity, 0, capacity - v->kept_capacity);
-    v->kept = kept;
-    v->kept_capacity = capacity;
-  }
-  if (!v->kept[id]) {
-    const ms_site *site = ms_site_table_get(info->sites, id);
-    int keep = 0;
-    for (int i = 0; site && i < v->function_count; i++)
-      keep |= site->function && !strcmp(site->function, v->functions[i]);
-    for (int i = 0; site && site->file && i < v->line_count; i++) {
-      const char *colon = strrchr(v->lines[i], ':');
-      size_t n = strlen(site->file), m = (size_t)(colon - v->lines[i]);
-      keep |= site->line == strtoul(colon + 1, NULL, 10) && n >= m &&
-              !strncmp(site->file + n - m, v->lines[i], m) &&
-              (n == m || site->file[n - m - 1] == '/');
-    }
-    v->kept[id] = keep ? 1 : 2;
-  }
-  return v->kept[id] == 1;
-}
 
 static const ms_access *next_replayed(thread_replay *t) {
   if (t->next == t->batch.count) {
@@ -119,21 +86,6 @@ static void compare(verify_state *v, const ms_access *a) {
              ms_access_kind_name((ms_access_kind)a->kind), a->address, a->size,
              ms_access_kind_name((ms_access_kind)r->kind), r->address, r->size);
     v->diverged = 1;
-  }
-}
-
-/* Splits the profile's selection ("function F line FILE:LINE ...") into lists. */
-static void parse_selection(verify_state *v, char *selection) {
-  if (!selection || !strcmp(selection, "all")) return;
-  char *save = NULL, *kind = strtok_r(selection, " ", &save);
-  while (kind) {
-    char *value = strtok_r(NULL, " ", &save);
-    if (!value) break;
-    if (!strcmp(kind, "function"))
-      v->functions[v->function_count++] = value;
-    else if (!strcmp(kind, "line") && strrchr(value, ':'))
-      v->lines[v->line_count++] = value;
-    kind = strtok_r(NULL, " ", &save);
   }
 }
 
@@ -185,19 +137,19 @@ int cmd_verify(int argc, char **argv) {
   ms_hierarchy_set *sets[2] = {NULL, NULL};
   ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
   double(*rates)[MS_HIERARCHY_MAX_LEVELS] = calloc((size_t)count * 2, sizeof *rates);
-  char *selection = profile.selection ? strdup(profile.selection) : NULL;
-  v.functions = calloc(strlen(selection ? selection : "") + 1, sizeof *v.functions);
-  v.lines = calloc(strlen(selection ? selection : "") + 1, sizeof *v.lines);
   v.threads = calloc(profile.thread_count + 1, sizeof *v.threads);
   v.site_total = calloc(profile.site_count + 1, sizeof *v.site_total);
   v.site_exact = calloc(profile.site_count + 1, sizeof *v.site_exact);
   ms_batch batch = {0};
-  if (!configs || !rates || !v.functions || !v.lines || !v.threads || !v.site_total ||
-      !v.site_exact || ms_batch_init(&batch, 0) < 0) {
+  if (!configs || !rates || !v.threads || !v.site_total || !v.site_exact ||
+      ms_batch_init(&batch, 0) < 0) {
     cli_error(argv[0], "out of memory");
     goto done;
   }
-  parse_selection(&v, selection);
+  if (ms_psnap_filter_new(profile.selection, &v.filter) < 0) {
+    cli_fail(argv[0]);
+    goto done;
+  }
   for (uint32_t t = 0; t < profile.thread_count; t++) {
     uint8_t *mask = calloc(profile.site_count + 1, 1);
     for (uint32_t s = 0; mask && s < profile.site_count; s++)
@@ -233,10 +185,16 @@ int cmd_verify(int argc, char **argv) {
     kept.count = 0;
     for (size_t i = 0; i < batch.count; i++) {
       const ms_access *a = &batch.accesses[i];
-      if (!trace_site_kept(&v, ms_source_info(trace), a->site)) continue;
+      int keep = ms_psnap_filter_keeps(v.filter, ms_source_info(trace)->sites, a->site);
+      if (keep < 0) n = -1;
+      if (keep <= 0) {
+        v.left_out += keep == 0;
+        continue;
+      }
       compare(&v, a);
       kept.accesses[kept.count++] = *a;
     }
+    if (n < 0) break;
     if (sets[0] && kept.count && ms_hierarchy_set_access_batch(sets[0], &kept) < 0) n = -1;
     if (n < 0) break;
   }
@@ -263,8 +221,9 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   uint64_t total = v.compared + missing;
-  printf("profile %s: %" PRIu64 " accesses; trace: %" PRIu64 " accesses selected (%s)\n",
-         inputs.paths[0], profile.access_count, v.compared,
+  printf("profile %s: %" PRIu64 " accesses; trace: %" PRIu64 " accesses selected, %" PRIu64
+         " left out (selection %s)\n",
+         inputs.paths[0], profile.access_count, v.compared, v.left_out,
          profile.selection ? profile.selection : "all");
   printf("exact match: %.4f%% (%" PRIu64 " of %" PRIu64 ")\n",
          total ? 100.0 * (double)v.exact / (double)total : 100.0, v.exact, total);
@@ -321,13 +280,10 @@ done:
   ms_batch_free(&batch);
   free(configs);
   free(rates);
-  free(selection);
-  free(v.functions);
-  free(v.lines);
+  ms_psnap_filter_free(v.filter);
   free(v.threads);
   free(v.site_total);
   free(v.site_exact);
-  free(v.kept);
   ms_psnap_profile_free(&profile);
   return status;
 }

@@ -130,8 +130,10 @@ int show_profile(int argc, char **argv) {
   uint32_t lossy = 0;
   for (uint32_t s = 0; s < p.site_count; s++)
     lossy += p.sites[s].lossy;
-  printf("%" PRIu64 " accesses, %u sites (%u lossy), %u threads, selection %s\n\n", p.access_count,
+  printf("%" PRIu64 " accesses, %u sites (%u lossy), %u threads, selection %s", p.access_count,
          p.site_count, lossy, p.thread_count, p.selection ? p.selection : "all");
+  if (p.has_excluded) printf(" (%" PRIu64 " accesses of the stream left out)", p.excluded);
+  printf("\n\n");
   for (uint32_t s = 0; s < p.site_count; s++)
     order[s] = s;
   sorting = &p;

@@ -223,7 +223,9 @@ typedef struct ms_psnap_profile {
   ms_psnap_site *sites;
   uint32_t thread_count;
   ms_psnap_thread_order *threads;
-  char *selection; /* "all" or the --function/--line filter as given */
+  char *selection;   /* "all", "executable PATH", or the --function/--line filter as given */
+  uint64_t excluded; /* accesses of the stream left out by the selection */
+  int has_excluded;  /* the profile states `excluded` (profiles before it do not) */
 } ms_psnap_profile;
 
 void ms_psnap_profile_free(ms_psnap_profile *profile);
@@ -247,12 +249,27 @@ typedef struct ms_psnap_options {
   int function_count;
   const char *const *lines; /* ... or at these file:line (file matched by its end) */
   int line_count;
+  int all_objects; /* without functions or lines: keep every object (default: only the
+                      accesses of the program's own executable, if the stream names it) */
 } ms_psnap_options;
 
 void ms_psnap_options_default(ms_psnap_options *options);
 /* A sink that builds a profile; ms_psnap_builder_take hands it over after the stream ends. */
 int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out);
 int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
+
+/* ---- Selections --------------------------------------------------------------------- */
+
+/* Which accesses of a stream a profile's `selection` describes ("all", "executable PATH",
+ * "function F line FILE:LINE ..."), decided per trace site and cached. */
+typedef struct ms_psnap_filter ms_psnap_filter;
+
+/* MS_ERR_FORMAT for a selection that is none of these. */
+int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out);
+void ms_psnap_filter_free(ms_psnap_filter *filter);
+/* 1 if the accesses of trace site `site` (of `sites`) are kept, 0 if not, or a negative
+ * status (out of memory). */
+int ms_psnap_filter_keeps(ms_psnap_filter *filter, const ms_site_table *sites, uint32_t site);
 
 /* ---- Replay (a source) ---------------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
  * the unique strides, first entry matching most often) and two fold pushes (O(1) when the
  * fold's prediction holds).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,8 +68,8 @@ typedef struct builder {
   uint32_t table_capacity;
   thread_state *threads;
   uint32_t thread_count;
-  uint8_t *selected; /* per trace site: 0 unknown, 1 kept, 2 dropped */
-  uint32_t selected_capacity;
+  ms_psnap_filter *filter; /* from the first batch on */
+  uint64_t excluded;
   uint64_t cached_key;
   uint32_t cached_site;
   uint64_t rng;
@@ -178,39 +179,46 @@ static int find_site(builder *b, const ms_access *a, uint32_t *out) {
   return 0;
 }
 
-static int ends_with(const char *text, const char *suffix) {
-  size_t n = strlen(text), m = strlen(suffix);
-  return n >= m && !strcmp(text + n - m, suffix) && (n == m || text[n - m - 1] == '/');
+/* The selection's text: the --function/--line filter, else the program's executable (its
+ * real path when it resolves), else everything. */
+static char *selection_text(const builder *b, const ms_stream_info *info) {
+  const ms_psnap_options *o = &b->options;
+  if (o->function_count || o->line_count) {
+    size_t size = 1;
+    for (int i = 0; i < o->function_count; i++)
+      size += strlen(o->functions[i]) + 10;
+    for (int i = 0; i < o->line_count; i++)
+      size += strlen(o->lines[i]) + 10;
+    char *text = calloc(size, 1);
+    for (int i = 0; text && i < o->function_count; i++)
+      strcat(strcat(strcat(text, i ? " " : ""), "function "), o->functions[i]);
+    for (int i = 0; text && i < o->line_count; i++)
+      strcat(strcat(strcat(text, *text ? " " : ""), "line "), o->lines[i]);
+    return text;
+  }
+  if (o->all_objects || !info->program || !*info->program || strchr(info->program, '\n'))
+    return strdup("all");
+  char real[PATH_MAX];
+  const char *path = realpath(info->program, real) ? real : info->program;
+  char *text = malloc(strlen(path) + 12);
+  if (text) strcat(strcpy(text, "executable "), path);
+  return text;
 }
 
-/* Whether the accesses of a trace site are kept (--function, --line). */
+/* Whether the accesses of a trace site are kept (the selection, decided at the first
+ * batch, when the stream's program is known). */
 static int is_selected(builder *b, const ms_stream_info *info, uint32_t trace_site) {
-  if (!b->options.function_count && !b->options.line_count) return 1;
-  if (trace_site == MS_SITE_NONE) return 0;
-  if (trace_site >= b->selected_capacity) {
-    uint32_t capacity = b->selected_capacity ? b->selected_capacity : 1024;
-    while (capacity <= trace_site)
-      capacity *= 2;
-    uint8_t *selected = realloc(b->selected, capacity);
-    if (!selected) return -1;
-    memset(selected + b->selected_capacity, 0, capacity - b->selected_capacity);
-    b->selected = selected;
-    b->selected_capacity = capacity;
+  if (!b->filter) {
+    char *text = selection_text(b, info);
+    if (!text) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    int rc = ms_psnap_filter_new(text, &b->filter);
+    if (rc < 0) {
+      free(text);
+      return rc;
+    }
+    b->result.selection = strcmp(text, "all") ? text : (free(text), NULL);
   }
-  if (b->selected[trace_site]) return b->selected[trace_site] == 1;
-  const ms_site *site = ms_site_table_get(info->sites, trace_site);
-  int keep = 0;
-  for (int i = 0; site && i < b->options.function_count; i++)
-    keep |= site->function && !strcmp(site->function, b->options.functions[i]);
-  for (int i = 0; site && i < b->options.line_count; i++) {
-    const char *colon = strrchr(b->options.lines[i], ':');
-    if (!colon || !site->file) continue;
-    char file[4096];
-    snprintf(file, sizeof file, "%.*s", (int)(colon - b->options.lines[i]), b->options.lines[i]);
-    keep |= site->line == (uint32_t)strtoul(colon + 1, NULL, 10) && ends_with(site->file, file);
-  }
-  b->selected[trace_site] = keep ? 1 : 2;
-  return keep;
+  return ms_psnap_filter_keeps(b->filter, info->sites, trace_site);
 }
 
 static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
@@ -320,8 +328,11 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
   for (size_t i = 0; i < batch->count; i++) {
     const ms_access *a = &batch->accesses[i];
     int keep = is_selected(b, info, a->site);
-    if (keep < 0) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-    if (!keep) continue;
+    if (keep < 0) return keep;
+    if (!keep) {
+      b->excluded++;
+      continue;
+    }
     uint32_t site = 0;
     int rc = find_site(b, a, &site);
     if (rc == 0) rc = add_address(b, &b->sites[site], a->address);
@@ -571,6 +582,14 @@ static int builder_end(ms_sink *sink, const ms_stream_info *info) {
     if (id < 0) return (int)id;
     p->sites[i].trace_site = (uint32_t)id;
   }
+  if (!b->filter && !(p->selection = selection_text(b, info)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (p->selection && !strcmp(p->selection, "all")) {
+    free(p->selection);
+    p->selection = NULL;
+  }
+  p->excluded = b->excluded;
+  p->has_excluded = 1;
   b->finished = 1;
   return 0;
 }
@@ -591,7 +610,7 @@ static void builder_destroy(ms_sink *sink) {
   free(b->sites);
   free(b->table);
   free(b->threads);
-  free(b->selected);
+  ms_psnap_filter_free(b->filter);
   ms_psnap_profile_free(&b->result);
   free(b);
 }
@@ -619,18 +638,5 @@ int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out) {
   if (!b->finished) return ms_error_set(MS_ERR_ARG, "the profile is taken after the stream ends");
   *out = b->result;
   memset(&b->result, 0, sizeof b->result);
-  if (b->options.function_count || b->options.line_count) {
-    size_t size = 1;
-    for (int i = 0; i < b->options.function_count; i++)
-      size += strlen(b->options.functions[i]) + 10;
-    for (int i = 0; i < b->options.line_count; i++)
-      size += strlen(b->options.lines[i]) + 10;
-    out->selection = calloc(size, 1);
-    for (int i = 0; out->selection && i < b->options.function_count; i++)
-      strcat(strcat(strcat(out->selection, i ? " " : ""), "function "), b->options.functions[i]);
-    for (int i = 0; out->selection && i < b->options.line_count; i++)
-      strcat(strcat(strcat(out->selection, *out->selection ? " " : ""), "line "),
-             b->options.lines[i]);
-  }
   return 0;
 }

@@ -153,9 +153,10 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
     fprintf(out, "sampling on %" PRIu64 " off %" PRIu64 "\n", info->sample_on, info->sample_off);
   else
     fputs("sampling none\n", out);
-  fprintf(out, "selection %s\naccesses %" PRIu64 "\nsites %" PRIu32 "\nthreads %" PRIu32 "\n",
-          profile->selection ? profile->selection : "all", profile->access_count,
-          profile->site_count, profile->thread_count);
+  fprintf(out, "selection %s\n", profile->selection ? profile->selection : "all");
+  if (profile->has_excluded) fprintf(out, "excluded %" PRIu64 "\n", profile->excluded);
+  fprintf(out, "accesses %" PRIu64 "\nsites %" PRIu32 "\nthreads %" PRIu32 "\n",
+          profile->access_count, profile->site_count, profile->thread_count);
   for (uint32_t i = 0; i < profile->site_count; i++) {
     int rc = write_site(profile, i, out);
     if (rc < 0) return rc;
@@ -658,7 +659,15 @@ static int read_header(reader *r, ms_psnap_profile *profile) {
         rc = read_error(r, "sampling is none or on N off M");
     } else if (key_is(r, "selection")) {
       free(profile->selection);
-      if (!(profile->selection = copy_rest(r))) rc = MS_ERR_NOMEM;
+      ms_psnap_filter *filter = NULL;
+      if (!(profile->selection = copy_rest(r)))
+        rc = MS_ERR_NOMEM;
+      else if (ms_psnap_filter_new(profile->selection, &filter) < 0)
+        rc = read_error(r, "selection is all, executable PATH, or function F / line FILE:LINE");
+      ms_psnap_filter_free(filter);
+    } else if (key_is(r, "excluded")) {
+      rc = read_number_line(r, 10, &profile->excluded);
+      profile->has_excluded = 1;
     } else if (key_is(r, "accesses"))
       rc = read_number_line(r, 10, &profile->access_count);
     else if (key_is(r, "sites")) {

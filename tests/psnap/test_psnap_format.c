@@ -335,6 +335,15 @@ static void malformed_profiles_are_rejected(void **state) {
   bad = replace(text, "  pattern +16^999\n", "  pattern +16^999)\n");
   expect_rejected(bad, "unbalanced ')'");
   free(bad);
+  bad = replace(text, "selection executable app\n", "selection everything\n");
+  expect_rejected(bad, "selection is all, executable PATH, or function F / line FILE:LINE");
+  free(bad);
+  bad = replace(text, "selection executable app\n", "selection function f bogus x\n");
+  expect_rejected(bad, "selection is all, executable PATH");
+  free(bad);
+  bad = replace(text, "excluded 0\n", "excluded many\n");
+  expect_rejected(bad, "t.psnap:");
+  free(bad);
   bad = replace(text, "  kind store\n", "  kind jump\n");
   expect_rejected(bad, "kind is load, store or modify");
   free(bad);

@@ -5,6 +5,9 @@
  * - irregular kernels (gather through an index array like IS, CSR sparse matrix-vector
  *   product like CG): the index-driven site is lossy and the mean absolute hit-rate
  *   error over the 46 hierarchies is at most 1 point per level; with --lossless, exact;
+ * - the default profile (no --function) keeps exactly the accesses of the kernel's
+ *   executable, counted independently from the trace's site table, and replays them
+ *   exactly; --all-objects keeps every access;
  * - the live profile (built while the program runs) is the profile of its trace.
  */
 #include <setjmp.h>
@@ -14,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
 
 #include "memsnap/psnap.h"
+#include "memsnap/trace.h"
 #include "testutil.h"
 
 static char *dir;
@@ -234,9 +239,136 @@ static void live_profile_equals_profile_of_the_trace(void **state) {
   assert_out_contains("class simple-repeat");
 }
 
+/* Counts the accesses of dir/trace whose site lies in `object` (compared by real path)
+ * and the rest, and marks in *pcs (sorted) the instruction addresses of its sites there;
+ * an oracle independent of the builder's selection. */
+typedef struct object_split {
+  uint64_t inside, outside;
+  uint64_t *pcs; /* pcs of sites in the object */
+  size_t pc_count;
+  uint64_t *other_pcs; /* pcs of sites elsewhere */
+  size_t other_count;
+} object_split;
+
+static int compare_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void split_by_object(const char *trace, const char *object, object_split *out) {
+  char path[1024], real_object[PATH_MAX], real[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", dir, trace);
+  assert_non_null(realpath(object, real_object));
+  ms_source *source;
+  assert_int_equal(ms_trace_open(path, &source), 0);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 4096), 0);
+  memset(out, 0, sizeof *out);
+  uint8_t *inside = NULL; /* per trace site: 1 in the object, 2 elsewhere */
+  size_t known = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0)
+    for (int i = 0; i < n; i++) {
+      uint32_t id = batch.accesses[i].site;
+      assert_true(id != MS_SITE_NONE);
+      if (id >= known) {
+        size_t grown = (id + 1) * 2;
+        inside = realloc(inside, grown);
+        memset(inside + known, 0, grown - known);
+        known = grown;
+      }
+      if (!inside[id]) {
+        const ms_site *site = ms_site_table_get(ms_source_info(source)->sites, id);
+        assert_non_null(site);
+        assert_non_null(site->object);
+        int in = realpath(site->object, real) && !strcmp(real, real_object);
+        inside[id] = in ? 1 : 2;
+        uint64_t **pcs = in ? &out->pcs : &out->other_pcs;
+        size_t *count = in ? &out->pc_count : &out->other_count;
+        *pcs = realloc(*pcs, (*count + 1) * sizeof **pcs);
+        (*pcs)[(*count)++] = site->pc;
+      }
+      if (inside[id] == 1)
+        out->inside++;
+      else
+        out->outside++;
+    }
+  assert_int_equal(n, 0);
+  qsort(out->pcs, out->pc_count, sizeof *out->pcs, compare_u64);
+  free(inside);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+}
+
+/* The default profile of a kernel keeps its executable's accesses and nothing of the
+ * loader or libc: its access count is the trace's count of accesses of sites in the
+ * executable, `excluded` the rest, every profile site is an instruction of the
+ * executable; and it replays them exactly, in order (verify compares thread by thread).
+ * --all-objects keeps every access. */
+static void default_profile_is_the_executable(void **state) {
+  (void)state;
+  for (size_t k = 0; k < sizeof regular / sizeof *regular; k++) {
+    const kernel *K = &regular[k];
+    char kernel_path[1024], trace[256], path[1024];
+    test_kernel(K->name, kernel_path, sizeof kernel_path);
+    snprintf(trace, sizeof trace, "%s-exe.mtr", K->name);
+    record(K->name, K->sizes[0], trace);
+    object_split split;
+    split_by_object(trace, kernel_path, &split);
+    assert_true(split.outside > 0); /* the loader and libc ran */
+    assert_true(split.other_count > 0);
+
+    assert_int_equal(test_memsnap_in(dir, "profile -q -o exe.psnap %s", trace), 0);
+    assert_round_trip("exe.psnap");
+    ms_psnap_profile profile;
+    snprintf(path, sizeof path, "%s/exe.psnap", dir);
+    assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+    assert_non_null(profile.selection);
+    assert_int_equal(strncmp(profile.selection, "executable /", 12), 0);
+    assert_true(profile.has_excluded);
+    assert_int_equal(profile.access_count, split.inside);
+    assert_int_equal(profile.excluded, split.outside);
+    for (uint32_t s = 0; s < profile.site_count; s++) {
+      const ms_site *site = ms_site_table_get(profile.info.sites, profile.sites[s].trace_site);
+      if (!bsearch(&site->pc, split.pcs, split.pc_count, sizeof *split.pcs, compare_u64))
+        fail_msg("%s: profile site s%u at 0x%llx is not in the executable", K->name, s,
+                 (unsigned long long)site->pc);
+    }
+    for (uint32_t t = 0; t < profile.thread_count; t++)
+      assert_false(profile.threads[t].lossy);
+    ms_psnap_profile_free(&profile);
+    assert_int_equal(test_memsnap_in(dir, "verify --no-cache exe.psnap %s", trace), 0);
+    assert_out_contains("exact match: 100.0000%");
+    assert_out_contains("first divergence: none");
+    assert_int_equal(test_memsnap_in(dir, "show exe.psnap"), 0);
+    assert_out_contains("accesses of the stream left out)");
+
+    assert_int_equal(test_memsnap_in(dir, "profile -q --all-objects -o every.psnap %s", trace), 0);
+    snprintf(path, sizeof path, "%s/every.psnap", dir);
+    assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+    assert_true(!profile.selection || !strcmp(profile.selection, "all"));
+    assert_int_equal(profile.access_count, split.inside + split.outside);
+    assert_int_equal(profile.excluded, 0);
+    size_t elsewhere = 0;
+    for (uint32_t s = 0; s < profile.site_count; s++) {
+      const ms_site *site = ms_site_table_get(profile.info.sites, profile.sites[s].trace_site);
+      elsewhere += !bsearch(&site->pc, split.pcs, split.pc_count, sizeof *split.pcs, compare_u64);
+    }
+    assert_true(elsewhere > 0);
+    ms_psnap_profile_free(&profile);
+    print_message("%-10s executable %llu accesses, %llu left out; profile %ld bytes (all objects "
+                  "%ld)\n",
+                  K->name, (unsigned long long)split.inside, (unsigned long long)split.outside,
+                  file_size("exe.psnap"), file_size("every.psnap"));
+    free(split.pcs);
+    free(split.other_pcs);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(regular_kernels_replay_exactly_in_constant_size),
+      cmocka_unit_test(default_profile_is_the_executable),
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(threads_replay_exactly),

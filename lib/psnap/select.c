@@ -1,0 +1,144 @@
+/* Profile selections: which accesses of a stream a profile describes.
+ *
+ * Model: a selection is the text of a profile's `selection` line, applied per trace site
+ * (its object, function and file:line in the stream's site table):
+ *   all                            every access;
+ *   executable PATH                accesses whose site lies in the program's own
+ *                                  executable (the paper's scope: PEBIL instruments the
+ *                                  application binary, not the loader or libc);
+ *   function F line FILE:LINE ...  accesses of sites in these functions or at these lines
+ *                                  (FILE matched by its end, at a '/' boundary).
+ * An object matches the executable if the paths are equal, or resolve (realpath) to the
+ * same file, or, when either cannot be resolved (a trace read on another machine), have
+ * the same base name. Accesses whose object is unknown (no site, a site without an
+ * object: din and Lackey traces, code outside any file) are kept by `executable`: they
+ * cannot be told apart. Decisions are cached per trace site, so the cost per access is
+ * one array lookup.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsnap/error.h"
+#include "memsnap/psnap.h"
+
+enum { UNKNOWN = 0, KEPT = 1, DROPPED = 2 };
+
+struct ms_psnap_filter {
+  int all;
+  char *executable;      /* as written in the selection */
+  char *executable_real; /* realpath of it, or NULL */
+  char *text;            /* a copy, cut into functions and lines */
+  char **functions, **lines;
+  int function_count, line_count;
+  uint8_t *decided; /* per trace site */
+  uint32_t capacity;
+};
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static int ends_with(const char *text, const char *suffix, size_t m) {
+  size_t n = strlen(text);
+  return n >= m && !strncmp(text + n - m, suffix, m) && (n == m || text[n - m - 1] == '/');
+}
+
+int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
+  *out = NULL;
+  ms_psnap_filter *f = calloc(1, sizeof *f);
+  if (!f) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!selection || !strcmp(selection, "all")) {
+    f->all = 1;
+    *out = f;
+    return 0;
+  }
+  if (!strncmp(selection, "executable ", 11)) {
+    if (!(f->executable = strdup(selection + 11))) goto nomem;
+    char real[PATH_MAX];
+    if (realpath(f->executable, real) && !(f->executable_real = strdup(real))) goto nomem;
+    *out = f;
+    return 0;
+  }
+  size_t words = strlen(selection) + 1;
+  f->text = strdup(selection);
+  f->functions = calloc(words, sizeof *f->functions);
+  f->lines = calloc(words, sizeof *f->lines);
+  if (!f->text || !f->functions || !f->lines) goto nomem;
+  char *save = NULL, *kind = strtok_r(f->text, " ", &save);
+  while (kind) {
+    char *value = strtok_r(NULL, " ", &save);
+    if (!value) break;
+    if (!strcmp(kind, "function"))
+      f->functions[f->function_count++] = value;
+    else if (!strcmp(kind, "line") && strrchr(value, ':'))
+      f->lines[f->line_count++] = value;
+    else {
+      int rc = ms_error_set(MS_ERR_FORMAT, "selection: unknown '%s %s'", kind, value);
+      ms_psnap_filter_free(f); /* kind and value point into f->text */
+      return rc;
+    }
+    kind = strtok_r(NULL, " ", &save);
+  }
+  if (kind || f->function_count + f->line_count == 0) {
+    ms_psnap_filter_free(f);
+    return ms_error_set(MS_ERR_FORMAT, "selection: expected all, executable PATH, or function F"
+                                       " / line FILE:LINE words");
+  }
+  *out = f;
+  return 0;
+nomem:
+  ms_psnap_filter_free(f);
+  return ms_error_set(MS_ERR_NOMEM, "out of memory");
+}
+
+void ms_psnap_filter_free(ms_psnap_filter *filter) {
+  if (!filter) return;
+  free(filter->executable);
+  free(filter->executable_real);
+  free(filter->text);
+  free(filter->functions);
+  free(filter->lines);
+  free(filter->decided);
+  free(filter);
+}
+
+static int in_executable(const ms_psnap_filter *f, const char *object) {
+  if (!object) return 1;
+  if (!strcmp(object, f->executable)) return 1;
+  char real[PATH_MAX];
+  if (f->executable_real && realpath(object, real)) return !strcmp(real, f->executable_real);
+  return !strcmp(base_name(object), base_name(f->executable));
+}
+
+static int decide(const ms_psnap_filter *f, const ms_site *site) {
+  if (f->executable) return in_executable(f, site ? site->object : NULL);
+  int keep = 0;
+  for (int i = 0; site && i < f->function_count; i++)
+    keep |= site->function && !strcmp(site->function, f->functions[i]);
+  for (int i = 0; site && site->file && i < f->line_count; i++) {
+    const char *colon = strrchr(f->lines[i], ':');
+    keep |= site->line == strtoul(colon + 1, NULL, 10) &&
+            ends_with(site->file, f->lines[i], (size_t)(colon - f->lines[i]));
+  }
+  return keep;
+}
+
+int ms_psnap_filter_keeps(ms_psnap_filter *filter, const ms_site_table *sites, uint32_t site) {
+  if (filter->all) return 1;
+  if (site == MS_SITE_NONE) return filter->executable != NULL;
+  if (site >= filter->capacity) {
+    uint32_t capacity = filter->capacity ? filter->capacity : 1024;
+    while (capacity <= site)
+      capacity *= 2;
+    uint8_t *decided = realloc(filter->decided, capacity);
+    if (!decided) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    memset(decided + filter->capacity, UNKNOWN, capacity - filter->capacity);
+    filter->decided = decided;
+    filter->capacity = capacity;
+  }
+  if (filter->decided[site] == UNKNOWN)
+    filter->decided[site] = decide(filter, ms_site_table_get(sites, site)) ? KEPT : DROPPED;
+  return filter->decided[site] == KEPT;
+}
