@@ -2,7 +2,8 @@
  *
  * Invariants: bit t of `bits` is set iff time t (< now) is the latest reference of a live
  * block; the live blocks are exactly the hash table's entries, each with that time;
- * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]).
+ * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]) over the
+ * words w < flushed (flushed_marks is their total), the words after are counted directly.
  *
  * Why not the dissertation's LRU list with a marker at each depth (section 3.1): a deep
  * reference moves up to 17 markers, each onto a far-apart node (a cache miss each). On a
@@ -131,14 +132,25 @@ static inline uint32_t fenwick_prefix(const reuse_stack *stack, uint32_t word) {
   return sum;
 }
 
+/* Marks are set at `now` only, so the Fenwick tree holds the complete words [0, flushed)
+ * and a word enters it once, when its last time is set: one tree update per 64 references
+ * instead of one per reference. */
 static inline void set_mark(reuse_stack *stack, uint32_t t) {
   stack->bits[t >> 6] |= 1ull << (t & 63);
-  fenwick_add(stack, t >> 6, 1);
+  if ((t & 63) == 63) {
+    uint32_t marks = popcount64(stack->bits[t >> 6]);
+    fenwick_add(stack, t >> 6, (int32_t)marks);
+    stack->flushed_marks += marks;
+    stack->flushed = (t >> 6) + 1;
+  }
 }
 
 static inline void clear_mark(reuse_stack *stack, uint32_t t) {
   stack->bits[t >> 6] &= ~(1ull << (t & 63));
-  fenwick_add(stack, t >> 6, -1);
+  if ((t >> 6) < stack->flushed) {
+    fenwick_add(stack, t >> 6, -1);
+    stack->flushed_marks--;
+  }
 }
 
 /* Marks strictly after time t (all marks lie before now). */
@@ -151,7 +163,11 @@ static inline uint32_t marks_after(const reuse_stack *stack, uint32_t t) {
       count += popcount64(stack->bits[w]);
     return count;
   }
-  return count + stack->live - fenwick_prefix(stack, word + 1);
+  /* word + 1 < flushed here: the tree counts up to `flushed`, the words after directly */
+  count += stack->flushed_marks - fenwick_prefix(stack, word + 1);
+  for (uint32_t w = stack->flushed; w <= last_word; w++)
+    count += popcount64(stack->bits[w]);
+  return count;
 }
 
 /* Forgets the oldest live block. */
@@ -184,9 +200,11 @@ static void compact(reuse_stack *stack) {
   memset(stack->fenwick, 0, ((size_t)stack->word_count + 1) * sizeof *stack->fenwick);
   for (uint32_t t = 0; t < next; t++)
     stack->bits[t >> 6] |= 1ull << (t & 63);
+  stack->flushed = next >> 6;
+  stack->flushed_marks = stack->flushed * 64;
   for (uint32_t w = 0; w < stack->word_count; w++) { /* linear-time Fenwick build */
     uint32_t i = w + 1;
-    stack->fenwick[i] += popcount64(stack->bits[w]);
+    if (w < stack->flushed) stack->fenwick[i] += popcount64(stack->bits[w]);
     uint32_t parent = i + (i & (0u - i));
     if (parent <= stack->word_count) stack->fenwick[parent] += stack->fenwick[i];
   }

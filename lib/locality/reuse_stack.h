@@ -37,7 +37,9 @@ typedef struct reuse_stack {
   uint32_t now;         /* next time */
   uint32_t oldest;      /* no mark before this time */
   uint64_t *bits;       /* window / 64 words */
-  uint32_t *fenwick;    /* 1-based, over the words' popcounts */
+  uint32_t *fenwick;    /* 1-based, over the popcounts of the words before `flushed` */
+  uint32_t flushed;     /* complete words held by the tree */
+  uint32_t flushed_marks;
   uint32_t word_count;
   uint64_t *time_block; /* block referenced at each time */
   reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */

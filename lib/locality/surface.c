@@ -31,6 +31,7 @@ struct ms_surface_builder {
   uint64_t lines[MS_SURFACE_MAX_WIDTHS]; /* line references, sampled or not */
   uint64_t accesses;
   uint64_t sample_limit; /* observe a line iff its 24-bit hash < sample_limit (2^24: all) */
+  uint64_t salt[MS_SURFACE_MAX_WIDTHS];
 };
 
 void ms_surface_config_default(ms_surface_config *config) {
@@ -139,6 +140,8 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
     while ((1u << shift) < config->widths[i])
       shift++;
     b->width_shift[i] = shift;
+    uint64_t salt = (config->seed + (uint64_t)i + 1) * 0xBF58476D1CE4E5B9ull;
+    b->salt[i] = salt ^ (salt >> 31);
     rc = reuse_stack_init(&b->stacks[i], thresholds, m);
     if (rc < 0) {
       for (int j = 0; j < i; j++)
@@ -160,12 +163,11 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
   free(builder);
 }
 
+/* Fibonacci hashing (one multiply; the top 24 bits of the product) of the line plus a
+ * per-width salt: half the cost of a two-multiply mixer on the sampled path, which hashes
+ * every line of every width. */
 static inline int line_sampled(const ms_surface_builder *b, uint64_t line, int width_index) {
-  uint64_t h = (line ^ b->config.seed ^ ((uint64_t)width_index << 58)) * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return (h & 0xFFFFFF) < b->sample_limit;
+  return (((line + b->salt[width_index]) * 0x9E3779B97F4A7C15ull) >> 40) < b->sample_limit;
 }
 
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
