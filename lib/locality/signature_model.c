@@ -38,7 +38,6 @@
 #define TIME_WORDS (TIME_SLOTS / 64)
 #define KEEP_LINES (1u << 16) /* lines kept at a rebuild: positions <= 2^16 */
 #define TIME_FAR 0u           /* line not among the 2^16 most recent (or forgotten) */
-#define NO_STATE UINT32_MAX
 #define WINDOW 8 /* the most recent distinct lines, kept outside the time structure */
 
 /* A line's record, record_words uint64_t: [0] line + 1 (0: an empty slot), [1] time of its
