@@ -392,8 +392,12 @@ static int parse_header(cursor *c, ms_signature *s) {
   uint64_t bins;
   if ((rc = expect(c, "Bins : ", &rest)) < 0 || (rc = parse_u64(c, rest, &bins, NULL)) < 0)
     return rc;
-  if (bins < 1 || bins > 16777216 || (!s->per_site && bins != 1))
+  if (bins < 1 || (!s->per_site && bins != 1))
     return fail(c, "bad bin count %" PRIu64 " (1 without per-site bins)", bins);
+  /* Every bin takes more than 256 bytes of text: a count the input cannot hold is refused
+   * before anything is allocated for it. */
+  if (bins > (uint64_t)(c->end - c->text) / 256 + 1)
+    return fail(c, "%" PRIu64 " bins announced, more than the rest of the input holds", bins);
   s->bins = calloc(bins, sizeof *s->bins);
   if (!s->bins) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   s->bin_count = (int)bins;

@@ -38,7 +38,7 @@
 #define TIME_WORDS (TIME_SLOTS / 64)
 #define KEEP_LINES (1u << 16) /* lines kept at a rebuild: positions <= 2^16 */
 #define TIME_FAR 0u           /* line not among the 2^16 most recent (or forgotten) */
-#define WINDOW 8 /* the most recent distinct lines, kept outside the time structure */
+#define WINDOW 8              /* the most recent distinct lines, kept outside the time structure */
 
 /* A line's record, record_words uint64_t: [0] line + 1 (0: an empty slot), [1] time of its
  * last reference, then the tree's visited bits and choice bits (tree_words each), padded
@@ -494,7 +494,8 @@ int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
     counts->modeled++;
     model->added += !model->warming;
     uint64_t first = access->address >> line_shift;
-    uint64_t last = (access->address + (access->size ? access->size - 1u : 0u)) >> line_shift;
+    uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
+    uint64_t last = (end < access->address ? UINT64_MAX : end) >> line_shift; /* no wrap */
     uint32_t word = (uint32_t)((access->address & line_mask) >> word_shift);
     for (uint64_t line = first;; line++) {
       int rc = reference(model, line, word, counts);
