@@ -117,7 +117,7 @@ static void test_brute_force_default_like(void **state) {
   config.width_count = 4;
   config.widths[0] = 4, config.widths[1] = 8, config.widths[2] = 64, config.widths[3] = 512;
   config.depth_count = 12; /* 1..2048: a footprint of 40 KB drops lines at width 4 and 8 */
-  check_against_brute_force(&config, 60000, 40000);
+  check_against_brute_force(&config, 40000, 40000);
 }
 
 static void test_brute_force_odd_depths(void **state) {
@@ -129,7 +129,7 @@ static void test_brute_force_odd_depths(void **state) {
   uint64_t depths[] = {3, 5, 6, 100, 101, 700};
   config.depth_count = 6;
   memcpy(config.depths, depths, sizeof depths);
-  check_against_brute_force(&config, 60000, 20000);
+  check_against_brute_force(&config, 40000, 20000);
 }
 
 static void test_brute_force_single_depth(void **state) {
@@ -313,10 +313,10 @@ static void test_cachegrind_matmul(void **state) {
 
 static void test_shards_error(void **state) {
   (void)state;
-  size_t count = 1000000;
+  size_t count = 600000;
   ms_access *accesses = malloc(count * sizeof *accesses);
   assert_non_null(accesses);
-  make_stream(accesses, count, 8u << 20);
+  make_stream(accesses, count, 6u << 20);
   ms_surface_config config;
   ms_surface_config_default(&config);
   static ms_surface exact, sampled;
