@@ -19,15 +19,6 @@
 
 #include "memsnap/error.h"
 
-/* Groups of 4 neighbouring lines share one 64-byte cache line of slots (their group is
- * scattered by a multiplicative hash): a streaming or strided walk finds 4 lines' slots in
- * one cache miss. Keeping all low bits instead (identity-like hashing) made runs of
- * consecutive lines into probe chains as long as the runs: 7x slower on matmul. */
-static inline uint32_t slot_of(const reuse_stack *stack, uint64_t block) {
-  uint32_t group = (uint32_t)(((block >> 2) * 0x9E3779B97F4A7C15ull) >> (stack->hash_shift + 2));
-  return ((group << 2) | (uint32_t)(block & 3)) & stack->slot_mask;
-}
-
 int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) {
   memset(stack, 0, sizeof *stack);
   stack->threshold_count = count;
@@ -69,7 +60,7 @@ void reuse_stack_free(reuse_stack *stack) {
 /* ---- the hash table: block -> time of its latest reference ---- */
 
 static inline uint32_t find_slot(const reuse_stack *stack, uint64_t block) {
-  uint32_t s = slot_of(stack, block);
+  uint32_t s = reuse_slot_of(stack, block);
   while (stack->slots[s].used && stack->slots[s].block != block)
     s = (s + 1) & stack->slot_mask;
   return s;
@@ -82,7 +73,7 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
   for (;;) {
     s = (s + 1) & stack->slot_mask;
     if (!stack->slots[s].used) break;
-    uint32_t home = slot_of(stack, stack->slots[s].block);
+    uint32_t home = reuse_slot_of(stack, stack->slots[s].block);
     /* The entry at s may fill the hole iff its home is not in the cyclic range (hole, s]. */
     if (((s - home) & stack->slot_mask) >= ((s - hole) & stack->slot_mask)) {
       stack->slots[hole] = stack->slots[s];
@@ -233,6 +224,10 @@ int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
   stack->has_last = 1;
   stack->last_block = block;
   if (stack->now == stack->window) compact(stack);
+  /* A full stack drops its oldest block at most once per reference: the slot of a block
+   * a few marks past the oldest is fetched ahead (often one of the next drops). */
+  if (stack->live >= stack->capacity && stack->oldest + 8 < stack->now)
+    reuse_stack_prefetch(stack, stack->time_block[stack->oldest + 8]);
   uint32_t s = find_slot(stack, block);
   int zone;
   if (stack->slots[s].used) {

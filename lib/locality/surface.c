@@ -197,6 +197,11 @@ static inline int line_sampled(const ms_surface_builder *b, uint64_t line, int w
   return (((line + b->salt[width_index]) * 0x9E3779B97F4A7C15ull) >> 40) < b->sample_limit;
 }
 
+/* Accesses ahead whose hash slots are prefetched (exact surfaces). Measured on gather
+ * (3M elements, 12M accesses; loaded machine): 82x -> 72x one simulator pass, and 61x with
+ * the prefetch of the next dropped block in reuse_stack.c. */
+#define PREFETCH_DISTANCE 8
+
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   const int exact = b->sample_limit >= (1u << 24);
   const int widths = b->config.width_count;
@@ -204,6 +209,11 @@ int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
     const ms_access *a = &batch->accesses[n];
     uint64_t first = a->address, last = a->address + (a->size ? a->size : 1) - 1;
     if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
+    if (exact && n + PREFETCH_DISTANCE < batch->count) {
+      uint64_t ahead = batch->accesses[n + PREFETCH_DISTANCE].address;
+      for (int i = 0; i < widths; i++)
+        reuse_stack_prefetch(&b->stacks[i], ahead >> b->width_shift[i]);
+    }
     for (int i = 0; i < widths; i++) {
       const int shift = b->width_shift[i];
       uint64_t *refs = b->zone_refs[i];
