@@ -330,7 +330,7 @@ int ms_surface_write_table(FILE *out, const ms_surface *s) {
   fprintf(out, "cache surface: hit rates of fully-associative LRU caches (%" PRIu64 " accesses",
           s->accesses);
   if (s->sample_rate < 1.0) fprintf(out, ", sampled at rate %g", s->sample_rate);
-  fprintf(out, ")\nrows: width in bytes; columns: depth in blocks (cache size = width x depth)\n");
+  fprintf(out, ")\nrows: width in bytes; columns: depth in lines (cache size = width x depth)\n");
   fprintf(out, "%7s", "width");
   for (int k = 0; k < s->depth_count; k++)
     fprintf(out, " %6" PRIu64, s->depths[k]);
