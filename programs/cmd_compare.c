@@ -79,7 +79,8 @@ static int parse_options(int argc, char **argv, compare_options *o) {
       }
       break;
     case 'f':
-      if (strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json")) {
+      if (strcmp(optarg, "table") != 0 && strcmp(optarg, "csv") != 0 &&
+          strcmp(optarg, "json") != 0) {
         cli_error(argv[0], "unknown --format '%s' (table, csv or json)", optarg);
         return 2;
       }

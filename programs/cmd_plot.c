@@ -305,7 +305,7 @@ int cmd_plot(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   const char *kind = argv[1];
-  if (strcmp(kind, "surface") && strcmp(kind, "reuse") && strcmp(kind, "scores")) {
+  if (strcmp(kind, "surface") != 0 && strcmp(kind, "reuse") != 0 && strcmp(kind, "scores") != 0) {
     cli_error(argv[0], "unknown plot '%s' (surface, reuse or scores)", kind);
     return 2;
   }
@@ -317,10 +317,10 @@ int cmd_plot(int argc, char **argv) {
   cli_inputs inputs;
   cli_split_inputs(argc, argv, optind, &inputs);
   int n = inputs.count + (inputs.program_argc > 0);
-  if (n == 0 || (strcmp(kind, "scores") && n != 1)) {
+  if (n == 0 || (strcmp(kind, "scores") != 0 && n != 1)) {
     cli_error(argv[0],
-              strcmp(kind, "scores") ? "plot %s: give one input"
-                                     : "plot %s: give one input or more",
+              strcmp(kind, "scores") != 0 ? "plot %s: give one input"
+                                          : "plot %s: give one input or more",
               kind);
     return 2;
   }

@@ -76,7 +76,8 @@ static int parse_options(int argc, char **argv, surface_options *o) {
       memcpy(o->input.config.depths, values, (size_t)count * sizeof values[0]);
       break;
     case 'f':
-      if (strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json")) {
+      if (strcmp(optarg, "table") != 0 && strcmp(optarg, "csv") != 0 &&
+          strcmp(optarg, "json") != 0) {
         cli_error(argv[0], "unknown --format '%s' (table, csv or json)", optarg);
         return 2;
       }

@@ -45,10 +45,11 @@ typedef struct ms_surface {
   int depth_count;
   uint64_t depths[MS_SURFACE_MAX_DEPTHS];
   double hit_rate[MS_SURFACE_MAX_WIDTHS][MS_SURFACE_MAX_DEPTHS];
-  /* Line references per width (those observed, when sampled) and their reuse-distance
-   * histogram: bin 0 is distance < depths[0], bin k in [depths[k-1], depths[k]), bin
-   * depth_count is distance >= the deepest depth or first reference. With sampling,
-   * distances are the scaled estimates. */
+  /* Line references per width and their reuse-distance histogram: bin 0 is distance <
+   * depths[0], bin k in [depths[k-1], depths[k]), bin depth_count is distance >= the
+   * deepest depth or first reference. With sampling, `references` counts the sampled
+   * references that reached the LRU model (immediate re-references of the previous line,
+   * counted exactly, excluded) and the histogram is in sampled units (x rate). */
   uint64_t references[MS_SURFACE_MAX_WIDTHS];
   uint64_t histogram[MS_SURFACE_MAX_WIDTHS][MS_SURFACE_MAX_DEPTHS + 1];
   uint64_t accesses;  /* accesses of the stream */

@@ -2,7 +2,8 @@
  *
  * Invariants: bit t of `bits` is set iff time t (< now) is the latest reference of a live
  * block; the live blocks are exactly the hash table's entries, each with that time;
- * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]).
+ * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]) over the
+ * words w < flushed (flushed_marks is their total), the words after are counted directly.
  *
  * Why not the dissertation's LRU list with a marker at each depth (section 3.1): a deep
  * reference moves up to 17 markers, each onto a far-apart node (a cache miss each). On a
@@ -17,15 +18,6 @@
 #include <string.h>
 
 #include "memsnap/error.h"
-
-/* Groups of 4 neighbouring lines share one 64-byte cache line of slots (their group is
- * scattered by a multiplicative hash): a streaming or strided walk finds 4 lines' slots in
- * one cache miss. Keeping all low bits instead (identity-like hashing) made runs of
- * consecutive lines into probe chains as long as the runs: 7x slower on matmul. */
-static inline uint32_t slot_of(const reuse_stack *stack, uint64_t block) {
-  uint32_t group = (uint32_t)(((block >> 2) * 0x9E3779B97F4A7C15ull) >> (stack->hash_shift + 2));
-  return ((group << 2) | (uint32_t)(block & 3)) & stack->slot_mask;
-}
 
 int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) {
   memset(stack, 0, sizeof *stack);
@@ -68,7 +60,7 @@ void reuse_stack_free(reuse_stack *stack) {
 /* ---- the hash table: block -> time of its latest reference ---- */
 
 static inline uint32_t find_slot(const reuse_stack *stack, uint64_t block) {
-  uint32_t s = slot_of(stack, block);
+  uint32_t s = reuse_slot_of(stack, block);
   while (stack->slots[s].used && stack->slots[s].block != block)
     s = (s + 1) & stack->slot_mask;
   return s;
@@ -81,7 +73,7 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
   for (;;) {
     s = (s + 1) & stack->slot_mask;
     if (!stack->slots[s].used) break;
-    uint32_t home = slot_of(stack, stack->slots[s].block);
+    uint32_t home = reuse_slot_of(stack, stack->slots[s].block);
     /* The entry at s may fill the hole iff its home is not in the cyclic range (hole, s]. */
     if (((s - home) & stack->slot_mask) >= ((s - hole) & stack->slot_mask)) {
       stack->slots[hole] = stack->slots[s];
@@ -131,14 +123,25 @@ static inline uint32_t fenwick_prefix(const reuse_stack *stack, uint32_t word) {
   return sum;
 }
 
+/* Marks are set at `now` only, so the Fenwick tree holds the complete words [0, flushed)
+ * and a word enters it once, when its last time is set: one tree update per 64 references
+ * instead of one per reference. */
 static inline void set_mark(reuse_stack *stack, uint32_t t) {
   stack->bits[t >> 6] |= 1ull << (t & 63);
-  fenwick_add(stack, t >> 6, 1);
+  if ((t & 63) == 63) {
+    uint32_t marks = popcount64(stack->bits[t >> 6]);
+    fenwick_add(stack, t >> 6, (int32_t)marks);
+    stack->flushed_marks += marks;
+    stack->flushed = (t >> 6) + 1;
+  }
 }
 
 static inline void clear_mark(reuse_stack *stack, uint32_t t) {
   stack->bits[t >> 6] &= ~(1ull << (t & 63));
-  fenwick_add(stack, t >> 6, -1);
+  if ((t >> 6) < stack->flushed) {
+    fenwick_add(stack, t >> 6, -1);
+    stack->flushed_marks--;
+  }
 }
 
 /* Marks strictly after time t (all marks lie before now). */
@@ -151,7 +154,11 @@ static inline uint32_t marks_after(const reuse_stack *stack, uint32_t t) {
       count += popcount64(stack->bits[w]);
     return count;
   }
-  return count + stack->live - fenwick_prefix(stack, word + 1);
+  /* word + 1 < flushed here: the tree counts up to `flushed`, the words after directly */
+  count += stack->flushed_marks - fenwick_prefix(stack, word + 1);
+  for (uint32_t w = stack->flushed; w <= last_word; w++)
+    count += popcount64(stack->bits[w]);
+  return count;
 }
 
 /* Forgets the oldest live block. */
@@ -184,9 +191,11 @@ static void compact(reuse_stack *stack) {
   memset(stack->fenwick, 0, ((size_t)stack->word_count + 1) * sizeof *stack->fenwick);
   for (uint32_t t = 0; t < next; t++)
     stack->bits[t >> 6] |= 1ull << (t & 63);
+  stack->flushed = next >> 6;
+  stack->flushed_marks = stack->flushed * 64;
   for (uint32_t w = 0; w < stack->word_count; w++) { /* linear-time Fenwick build */
     uint32_t i = w + 1;
-    stack->fenwick[i] += popcount64(stack->bits[w]);
+    if (w < stack->flushed) stack->fenwick[i] += popcount64(stack->bits[w]);
     uint32_t parent = i + (i & (0u - i));
     if (parent <= stack->word_count) stack->fenwick[parent] += stack->fenwick[i];
   }
@@ -215,6 +224,10 @@ int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
   stack->has_last = 1;
   stack->last_block = block;
   if (stack->now == stack->window) compact(stack);
+  /* A full stack drops its oldest block at most once per reference: the slot of a block
+   * a few marks past the oldest is fetched ahead (often one of the next drops). */
+  if (stack->live >= stack->capacity && stack->oldest + 8 < stack->now)
+    reuse_stack_prefetch(stack, stack->time_block[stack->oldest + 8]);
   uint32_t s = find_slot(stack, block);
   int zone;
   if (stack->slots[s].used) {

@@ -37,7 +37,9 @@ typedef struct reuse_stack {
   uint32_t now;         /* next time */
   uint32_t oldest;      /* no mark before this time */
   uint64_t *bits;       /* window / 64 words */
-  uint32_t *fenwick;    /* 1-based, over the words' popcounts */
+  uint32_t *fenwick;    /* 1-based, over the popcounts of the words before `flushed` */
+  uint32_t flushed;     /* complete words held by the tree */
+  uint32_t flushed_marks;
   uint32_t word_count;
   uint64_t *time_block; /* block referenced at each time */
   reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */
@@ -46,6 +48,21 @@ typedef struct reuse_stack {
   uint64_t last_block;
   int has_last;
 } reuse_stack;
+
+/* Groups of 4 neighbouring lines share one 64-byte cache line of slots (their group is
+ * scattered by a multiplicative hash): a streaming or strided walk finds 4 lines' slots in
+ * one cache miss. Keeping all low bits instead (identity-like hashing) made runs of
+ * consecutive lines into probe chains as long as the runs: 7x slower on matmul. */
+static inline uint32_t reuse_slot_of(const reuse_stack *stack, uint64_t block) {
+  uint32_t group = (uint32_t)(((block >> 2) * 0x9E3779B97F4A7C15ull) >> (stack->hash_shift + 2));
+  return ((group << 2) | (uint32_t)(block & 3)) & stack->slot_mask;
+}
+
+/* Asks for the slot of `block` ahead of its reference (the table is the one random memory
+ * access per reference: overlapping those misses is the cheapest speed-up). */
+static inline void reuse_stack_prefetch(const reuse_stack *stack, uint64_t block) {
+  __builtin_prefetch(&stack->slots[reuse_slot_of(stack, block)]);
+}
 
 /* thresholds: ascending, >= 1, the last at most 2^26. Returns 0 or MS_ERR_NOMEM. */
 int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count);

@@ -22,6 +22,7 @@
 #include "memsnap/signature.h"
 
 #define SIG_MAGIC "memsnap signature 1"
+#define SIG_LOCATION_MAX 4000 /* bytes of a site's location kept in the text */
 
 static int log2_of(uint64_t value) {
   int shift = 0;
@@ -39,6 +40,15 @@ static void write_ratio(FILE *out, double yes, double trials) {
     fprintf(out, "NA (%.17g/%.17g)\n", yes, trials);
 }
 
+/* A text field and the end of its line, as a reader takes it back: "?" when empty,
+ * control characters as '?', at most SIG_LOCATION_MAX bytes (long C++ names). */
+static void write_field(FILE *out, const char *text) {
+  if (!text || !*text) text = "?";
+  for (size_t i = 0; text[i] && i < SIG_LOCATION_MAX; i++)
+    fputc((unsigned char)text[i] < 0x20 ? '?' : text[i], out);
+  fputc('\n', out);
+}
+
 static void write_bin_name(FILE *out, const ms_signature_bin *bin) {
   if (bin->site == MS_SIGNATURE_ALL)
     fprintf(out, "Bin: all\n");
@@ -50,8 +60,10 @@ static void write_bin_name(FILE *out, const ms_signature_bin *bin) {
 
 static void write_bin(FILE *out, const ms_signature *signature, const ms_signature_bin *bin) {
   write_bin_name(out, bin);
-  if (bin->site != MS_SIGNATURE_ALL && bin->site != MS_SITE_NONE)
-    fprintf(out, "Site : 0x%" PRIx64 " %s\n", bin->pc, bin->location ? bin->location : "?");
+  if (bin->site != MS_SIGNATURE_ALL && bin->site != MS_SITE_NONE) {
+    fprintf(out, "Site : 0x%" PRIx64 " ", bin->pc);
+    write_field(out, bin->location);
+  }
   fprintf(out, "Executions : %.17g\nModeled : %.17g\nReferences : %.17g\n", bin->executions,
           bin->modeled, bin->references);
   fprintf(out, "TEMPORAL LOCALITY (Reuse Distance CDF):\n");
@@ -77,7 +89,8 @@ static void write_bin(FILE *out, const ms_signature *signature, const ms_signatu
 
 int ms_signature_write_text(FILE *out, const ms_signature *signature) {
   fprintf(out, SIG_MAGIC "\n");
-  fprintf(out, "Program : %s\n", signature->program ? signature->program : "?");
+  fprintf(out, "Program : ");
+  write_field(out, signature->program);
   fprintf(out, "Accesses Seen : %" PRIu64 "\n", signature->accesses_seen);
   fprintf(out, "Accesses Simulated : %" PRIu64 "\n", signature->accesses_modeled);
   if (signature->sample_off)
@@ -221,7 +234,7 @@ typedef struct cursor {
   size_t length;
   uint64_t number;
   const char *name;
-  char buf[512]; /* the current line, NUL-terminated and cut */
+  char buf[SIG_LOCATION_MAX + 64]; /* the current line, NUL-terminated */
 } cursor;
 
 static int fail(cursor *c, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -392,8 +405,12 @@ static int parse_header(cursor *c, ms_signature *s) {
   uint64_t bins;
   if ((rc = expect(c, "Bins : ", &rest)) < 0 || (rc = parse_u64(c, rest, &bins, NULL)) < 0)
     return rc;
-  if (bins < 1 || bins > 16777216 || (!s->per_site && bins != 1))
+  if (bins < 1 || (!s->per_site && bins != 1))
     return fail(c, "bad bin count %" PRIu64 " (1 without per-site bins)", bins);
+  /* Every bin takes more than 256 bytes of text: a count the input cannot hold is refused
+   * before anything is allocated for it. */
+  if (bins > (uint64_t)(c->end - c->text) / 256 + 1)
+    return fail(c, "%" PRIu64 " bins announced, more than the rest of the input holds", bins);
   s->bins = calloc(bins, sizeof *s->bins);
   if (!s->bins) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   s->bin_count = (int)bins;

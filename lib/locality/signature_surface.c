@@ -165,9 +165,9 @@ static ms_access next_reference(generator *g, uint64_t i) {
   } else if (k == 0) {
     position = 1;
   } else {
-    uint32_t low = 1u << (k - 1), span = 1u << (k - 1); /* (low, low + span] */
-    position = low + 1 + (uint32_t)(v * span);
-    if (position > low + span) position = low + span;
+    uint32_t half = 1u << (k - 1); /* the bin is (half, 2 * half] */
+    position = half + 1 + (uint32_t)(v * half);
+    if (position > 2 * half) position = 2 * half;
   }
   uint32_t line = g->time_line[fenwick_find(g, LIST_LINES - position + 1)];
   touch(g, line);

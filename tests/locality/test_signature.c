@@ -149,6 +149,11 @@ static void test_spanning_access(void **state) {
   ms_signature *signature = run_model(trace, 3, 512);
   const ms_signature_bin *bin = &signature->bins[0];
   assert_true(bin->references == 4);
+  /* At the top of the address space an access does not wrap around to line 0. */
+  ms_access top = {.address = UINT64_MAX - 3, .size = 8};
+  ms_signature *edge = run_model(&top, 1, 512);
+  assert_true(edge->bins[0].references == 1);
+  ms_signature_free(edge);
   /* refs: L0 (first), L1 w0 (first), L1 w0 (position 1), L0 w0 (position 2). */
   assert_true(bin->hits[0] == 1 && bin->hits[1] == 2);
   for (int level = 0; level < 7; level++) {
@@ -470,6 +475,17 @@ static void test_malformed_rejected(void **state) {
   text[length / 2] = '\0';
   expect_rejected(text, "bad.sig:");
   expect_rejected("not a signature\n", "bad.sig:1: not a memsnap signature");
+  free(text);
+  ms_signature_free(signature);
+  /* a bin count the input cannot hold is refused before any allocation */
+  signature = example_signature(1);
+  text = to_text(signature, &length);
+  bad = edited(text, NULL, "Bins : 5", "Bins : 99999999");
+  expect_rejected(bad, "bad.sig:10: 99999999 bins announced");
+  free(bad);
+  bad = edited(text, NULL, "Bins : 5", "Bins : 6");
+  expect_rejected(bad, "'Bin: none' must be the last bin");
+  free(bad);
   free(text);
   ms_signature_free(signature);
 }
