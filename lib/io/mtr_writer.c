@@ -72,6 +72,24 @@ static void buffer_crc(byte_buffer *b) {
   if (!b->failed) buffer_u32(b, mtr_crc32(b->data, b->size));
 }
 
+/* The encoder's state of one slot: mtr_slot_state with the two deltas of the slot's last
+ * record held as the addresses they were taken from (last_own_delta = last_address -
+ * own_base, last_from_delta = last_address - from_base), as in the reader. */
+typedef struct encode_slot {
+  uint64_t last_address;
+  uint64_t tail; /* bytes 8..15 of the slot's last ms_access */
+  uint64_t stride;
+  uint64_t own_base;  /* the slot's address before last_address */
+  uint64_t from_base; /* the previous record's address when last_address was written */
+  uint32_t next_slot;
+  uint32_t from_previous;
+} encode_slot;
+
+static inline encode_slot encode_slot_initial(uint32_t slot) {
+  mtr_slot_state initial = mtr_slot_initial(slot);
+  return (encode_slot){.tail = initial.tail, .next_slot = slot};
+}
+
 typedef struct chunk_entry {
   uint64_t offset, first_index;
 } chunk_entry;
@@ -88,8 +106,10 @@ typedef struct mtr_writer {
   uint32_t records;
   uint32_t previous_slot;
   uint64_t previous_address;
-  mtr_slot_state *states;
-  uint32_t state_capacity, state_high; /* slots allocated; slots touched this chunk */
+  encode_slot *states;
+  uint32_t state_capacity;
+  uint32_t state_high; /* slots touched this chunk are below: slot 0 (the first record's
+                          previous slot) and those that a site miss named */
   /* totals */
   uint64_t access_count, counts_by_kind[MS_ACCESS_KIND_COUNT];
   uint32_t max_thread_plus_one;
@@ -142,10 +162,10 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
   uint64_t capacity = w->state_capacity ? w->state_capacity : 256;
   while (capacity <= slot)
     capacity *= 2;
-  mtr_slot_state *states = realloc(w->states, capacity * sizeof *states);
+  encode_slot *states = realloc(w->states, capacity * sizeof *states);
   if (!states) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
   for (uint64_t s = w->state_capacity; s < capacity; s++)
-    states[s] = mtr_slot_initial((uint32_t)s);
+    states[s] = encode_slot_initial((uint32_t)s);
   w->states = states;
   w->state_capacity = (uint32_t)capacity;
   return MS_OK;
@@ -155,7 +175,10 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
  * zstd level 1 saves only ~6% on them (gather, linked_list), with Huffman-coded literals that
  * cost a quarter of the decoding time. Such a column is compressed again at a negative
  * level, which stores literals raw, so its frame decodes at memcpy speed. Regular programs'
- * columns compress 10x and more at level 1 and keep it. */
+ * columns compress 10x and more at level 1 and keep it. (Going to the negative level
+ * directly once a chunk had taken it, trying level 1 every 16th chunk only, gained nothing
+ * on gather, whose rt-recorded columns keep level 1, and lost on linked_list, whose chunks
+ * alternate: 8.71 -> 10.2 ns per access in bench_write, 0.6 % larger.) */
 static size_t compress_addresses(mtr_writer *w, uint8_t *out, size_t capacity) {
   size_t raw = w->address_bytes;
   size_t compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
@@ -211,46 +234,57 @@ static int flush_chunk(mtr_writer *w) {
   w->site_bytes = w->address_bytes = w->attribute_bytes = 0;
   w->previous_slot = 0;
   w->previous_address = 0;
-  mtr_slot_reset(w->states, w->state_high);
-  w->state_high = 0;
+  for (uint32_t slot = 0; slot < w->state_high; slot++)
+    w->states[slot] = encode_slot_initial(slot);
+  w->state_high = 1;
+  memset(w->tags, 0, MTR_CHUNK_RECORDS); /* encode_records() stores nonzero tags only */
   return rc;
 }
 
-/* Encodes one record against the prediction state (docs/formats.md, "Records"). An address
- * miss stores the zigzagged delta from the slot's own last address, or from the previous
- * record's when that delta repeats and the own one does not (choosing the smaller of the two
- * instead made matmul 3x larger: its row-end jumps, identical from row to row, turned into
- * varying deltas zstd could not match). */
-static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slot) {
-  uint8_t tag = 0;
-  mtr_slot_state *previous = &w->states[w->previous_slot];
+/* The tag of a record that departs from its prediction, with its fields appended to the
+ * site, address and attribute columns, and the state learned (docs/formats.md, "Records");
+ * -1 if the record's kind is out of range. An address miss stores the zigzagged delta from
+ * the slot's own last address, or from the previous record's when that delta repeats and the
+ * own one does not (choosing the smaller of the two instead made matmul 3x larger: its
+ * row-end jumps, identical from row to row, turned into varying deltas zstd could not match).
+ * Kinds and the thread bound are checked here only: a record with its slot's previous
+ * attributes repeats values checked before. */
+static int encode_departure(mtr_writer *w, encode_slot *previous, encode_slot *s, uint32_t slot,
+                            const ms_access *a, uint64_t previous_address) {
+  int tag = 0;
+  uint64_t address = a->address, tail = mtr_access_tail(a);
   if (previous->next_slot != slot) {
+    uint32_t previous_slot = (uint32_t)(previous - w->states);
     tag |= MTR_SITE_MISS;
-    w->site_bytes +=
-        varint_put(w->sites + w->site_bytes,
-                   zigzag_encode((uint64_t)(int64_t)(int32_t)(slot - w->previous_slot)));
+    w->site_bytes += varint_put(w->sites + w->site_bytes,
+                                zigzag_encode((uint64_t)(int64_t)(int32_t)(slot - previous_slot)));
     previous->next_slot = slot;
+    if (slot >= w->state_high) w->state_high = slot + 1;
   }
-  w->previous_slot = slot;
-  mtr_slot_state *s = &w->states[slot];
-  uint64_t base = s->from_previous ? w->previous_address : s->last_address;
-  int miss = a->address != base + s->stride;
-  if (miss) {
-    uint64_t own = a->address - s->last_address, from = a->address - w->previous_address;
+  uint64_t base = s->from_previous ? previous_address : s->last_address;
+  if (address != base + s->stride) {
+    uint64_t own = address - s->last_address, from = address - previous_address;
+    uint64_t last_own = s->last_address - s->own_base, last_from = s->last_address - s->from_base;
     uint64_t stored = zigzag_encode(own);
-    if (own != s->last_own_delta && from == s->last_from_delta) {
+    if (own != last_own && from == last_from) {
       stored = zigzag_encode(from);
       tag |= MTR_FROM_PREVIOUS;
     }
     unsigned width = mtr_byte_width(stored);
     put_u64(w->addresses + w->address_bytes, stored); /* the column has 8 bytes of slack */
     w->address_bytes += width;
-    tag |= MTR_ADDRESS_MISS | (uint8_t)((width - 1) << MTR_WIDTH_SHIFT);
+    tag |= MTR_ADDRESS_MISS | (int)((width - 1) << MTR_WIDTH_SHIFT);
+    if (own == last_own) { /* a delta seen twice in a row becomes the stride, the own first */
+      s->stride = own;
+      s->from_previous = 0;
+    } else if (from == last_from) {
+      s->stride = from;
+      s->from_previous = 1;
+    }
   }
-  mtr_slot_learn(s, a->address, w->previous_address, miss);
-  w->previous_address = a->address;
-  uint64_t tail = mtr_access_tail(a);
   if (tail != s->tail) {
+    if (a->kind >= MS_ACCESS_KIND_COUNT) return -1;
+    if (a->thread >= w->max_thread_plus_one) w->max_thread_plus_one = a->thread + 1u;
     tag |= MTR_ATTRIBUTES_CHANGE;
     uint8_t *p = w->attributes + w->attribute_bytes;
     p[0] = a->kind;
@@ -259,7 +293,63 @@ static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slo
     w->attribute_bytes += 4;
     s->tail = tail;
   }
-  w->tags[w->records++] = tag;
+  return tag;
+}
+
+/* Encodes n records (n <= the room left in the chunk); returns the number encoded, fewer
+ * than n when record n is invalid (site or kind out of range).
+ *
+ * Speed: the writer bounds both capture paths (perf of `memsnap record --via=rt`: 37-39 % of
+ * the cycles in the writer's loop, which took 66-68 instructions per record on the regular
+ * kernels, callgrind). The column stores are uint8_t stores, which may alias any field of the
+ * writer: with the loop's variables in `w`, gcc reloaded and stored them around every store.
+ * Here the loop keeps only what a fully predicted record needs in registers: the common
+ * record (98 % of gather's and matmul's, 89 % of linked_list's) tests its site, address and
+ * attributes in one condition and stores nothing but its state (its tag is the 0 that
+ * flush_chunk left in the tag column); encode_departure(), out of line, does the rest. Kinds
+ * are counted as two sums, of the kind and of kind >> 1 (a store-forwarded
+ * counts_by_kind[kind]++ is a 5-cycle chain on runs of one kind). The two deltas of a slot's
+ * last record are kept as the addresses they were taken from, as the reader's decode_slot
+ * does, so that a predicted record stores addresses it already holds. */
+static size_t encode_records(mtr_writer *w, const ms_access *records, size_t n,
+                             uint32_t site_count) {
+  encode_slot *states = w->states, *previous = &states[w->previous_slot];
+  uint64_t previous_address = w->previous_address;
+  uint8_t *tags = w->tags + w->records;
+  uint64_t kind_sum = 0, modify_count = 0;
+  const ms_access *a = records, *end = records + n;
+  for (; a < end; a++) {
+    uint64_t address = a->address, tail = mtr_access_tail(a);
+    uint32_t slot = (uint32_t)tail + 1; /* site + 1: MS_SITE_NONE -> 0 */
+    if (__builtin_expect(slot > site_count, 0)) break;
+    encode_slot *s = &states[slot];
+    uint64_t base = s->from_previous ? previous_address : s->last_address;
+    if (__builtin_expect(
+            previous->next_slot != slot || address != base + s->stride || tail != s->tail, 0)) {
+      int tag = encode_departure(w, previous, s, slot, a, previous_address);
+      if (tag < 0) break;
+      tags[a - records] = (uint8_t)tag;
+    }
+    s->own_base = s->last_address;
+    s->from_base = previous_address;
+    s->last_address = address;
+    previous_address = address;
+    previous = s;
+    kind_sum += tail >> 56;
+    modify_count += tail >> 57;
+  }
+  size_t done = (size_t)(a - records);
+  w->previous_slot = (uint32_t)(previous - states);
+  w->previous_address = previous_address;
+  w->records += (uint32_t)done;
+  /* threads are learned on attribute changes; thread 0 may come with the initial ones */
+  if (done > 0 && w->max_thread_plus_one == 0) w->max_thread_plus_one = 1;
+  w->access_count += done;
+  uint64_t stores = kind_sum - 2 * modify_count;
+  w->counts_by_kind[MS_LOAD] += done - stores - modify_count;
+  w->counts_by_kind[MS_STORE] += stores;
+  w->counts_by_kind[MS_MODIFY] += modify_count;
+  return done;
 }
 
 /* A writer that failed refuses everything after: the file would have a hole. */
@@ -274,21 +364,20 @@ static int writer_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
   int rc = writer_begin(sink, info);
   if (rc < 0) return rc;
   uint32_t site_count = ms_site_table_count(info->sites);
-  for (size_t i = 0; i < batch->count; i++) {
-    const ms_access *a = &batch->accesses[i];
-    uint32_t slot = a->site + 1; /* MS_SITE_NONE -> 0 */
-    if (slot > site_count || a->kind >= MS_ACCESS_KIND_COUNT) {
+  if (site_count >= w->state_capacity && (rc = ensure_slot(w, site_count)) < 0)
+    return writer_failed(w, rc);
+  for (size_t i = 0; i < batch->count;) {
+    size_t room = MTR_CHUNK_RECORDS - w->records;
+    size_t n = batch->count - i < room ? batch->count - i : room;
+    size_t done = encode_records(w, batch->accesses + i, n, site_count);
+    i += done;
+    if (done < n) {
+      const ms_access *a = &batch->accesses[i];
       w->failed = 1;
       return ms_error_set(MS_ERR_ARG, "%s: access %llu: site %u or kind %u out of range",
                           output_name(&w->out), (unsigned long long)w->access_count, a->site,
                           a->kind);
     }
-    if (slot >= w->state_capacity && (rc = ensure_slot(w, slot)) < 0) return writer_failed(w, rc);
-    if (slot >= w->state_high) w->state_high = slot + 1;
-    encode_record(w, a, slot);
-    w->access_count++;
-    w->counts_by_kind[a->kind]++;
-    if (a->thread >= w->max_thread_plus_one) w->max_thread_plus_one = a->thread + 1u;
     if (w->records == MTR_CHUNK_RECORDS && (rc = flush_chunk(w)) < 0) return writer_failed(w, rc);
   }
   return MS_OK;
@@ -402,13 +491,14 @@ int ms_mtr_sink_new(const char *path, ms_sink **out) {
   w->sink.ops = &mtr_writer_ops;
   size_t n = MTR_CHUNK_RECORDS;
   /* tags share their buffer with the compacted first frame: 1 + 5 + 4 bytes per record */
-  w->tags = malloc(10 * n);
+  w->tags = calloc(10, n); /* zero: encode_records() stores nonzero tags only */
   w->sites = malloc(5 * n);
   w->addresses = malloc(8 * n + 8); /* + 8: each delta is stored as a whole u64 */
   w->attributes = malloc(4 * n);
   w->compressed_capacity = ZSTD_compressBound(10 * n) + ZSTD_compressBound(8 * n);
   w->compressed = malloc(w->compressed_capacity);
   w->cctx = ZSTD_createCCtx();
+  w->state_high = 1;
   if (!w->tags || !w->sites || !w->addresses || !w->attributes || !w->compressed || !w->cctx ||
       ensure_slot(w, 0) < 0) {
     writer_destroy(&w->sink);
