@@ -20,6 +20,13 @@
 #include "mtr_internal.h"
 #include "text_lines.h" /* output_name */
 
+#ifndef MTR_COLUMN_ZSTD_LEVEL /* overridable for measurements only */
+#define MTR_COLUMN_ZSTD_LEVEL MTR_ZSTD_LEVEL
+#endif
+#ifndef MTR_ADDRESS_SAMPLE_BYTES /* overridable for measurements only */
+#define MTR_ADDRESS_SAMPLE_BYTES 65536
+#endif
+
 /* A growable byte buffer for the header and the trailer. */
 typedef struct byte_buffer {
   uint8_t *data;
@@ -177,22 +184,36 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
 
 /* The address column as its own zstd frame. Irregular programs' deltas are nearly random:
  * zstd level 1 saves only ~6% on them (gather, linked_list), with Huffman-coded literals that
- * cost a quarter of the decoding time. Such a column is compressed again at a negative
- * level, which stores literals raw, so its frame decodes at memcpy speed. Regular programs'
- * columns compress 10x and more at level 1 and keep it. (Going to the negative level
- * directly once a chunk had taken it, trying level 1 every 16th chunk only, gained nothing
- * on gather, whose rt-recorded columns keep level 1, and lost on linked_list, whose chunks
- * alternate: 8.71 -> 10.2 ns per access in bench_write, 0.6 % larger.) */
+ * cost a quarter of the decoding time. Such a column is compressed at a negative level
+ * instead, which stores literals raw, so its frame decodes at memcpy speed. Regular
+ * programs' columns compress 10x and more at level 1 and keep it.
+ * The choice: level 1 if it saves at least 1/MTR_ADDRESS_RAW_DENOMINATOR. A column whose
+ * first MTR_ADDRESS_SAMPLE_BYTES saved less than 3/4 of that at level 1 goes to the fast
+ * level without compressing the whole column at level 1 first: that attempt, thrown away,
+ * was the most expensive step of writing gather and linked_list (bench_write, CPU: gather
+ * 10.0 -> X ns per access, linked_list 10.9 -> X; the same files: the random columns'
+ * savings hardly vary along a chunk; level -1 itself saves nothing on them, so it cannot
+ * serve as the estimate). Going to the fast level directly for every chunk once one had
+ * taken it, trying level 1 every 16th chunk, lost on linked_list, whose chunks alternate. */
 static size_t compress_addresses(mtr_writer *w, uint8_t *out, size_t capacity) {
   size_t raw = w->address_bytes;
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
+  if (raw > 2 * MTR_ADDRESS_SAMPLE_BYTES) {
+    size_t sample = ZSTD_compress2(w->cctx, out, capacity, w->addresses, MTR_ADDRESS_SAMPLE_BYTES);
+    int hopeless = !ZSTD_isError(sample) &&
+                   sample * MTR_ADDRESS_RAW_DENOMINATOR * 4 >=
+                       MTR_ADDRESS_SAMPLE_BYTES * (MTR_ADDRESS_RAW_DENOMINATOR * 4 - 3);
+    if (hopeless) {
+      ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ADDRESS_FAST_LEVEL);
+      return ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
+    }
+  }
   size_t compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
   if (ZSTD_isError(compressed) ||
       compressed * MTR_ADDRESS_RAW_DENOMINATOR < raw * (MTR_ADDRESS_RAW_DENOMINATOR - 1))
     return compressed;
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ADDRESS_FAST_LEVEL);
-  compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
-  return compressed;
+  return ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
 }
 
 static int flush_chunk(mtr_writer *w) {
@@ -214,7 +235,7 @@ static int flush_chunk(mtr_writer *w) {
   size += w->site_bytes;
   memmove(payload + size, w->attributes, w->attribute_bytes);
   size += w->attribute_bytes;
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_COLUMN_ZSTD_LEVEL);
   size_t compressed = ZSTD_compress2(w->cctx, w->compressed, w->compressed_capacity, payload, size);
   if (ZSTD_isError(compressed))
     return ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
