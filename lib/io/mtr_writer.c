@@ -190,11 +190,12 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
  * The choice: level 1 if it saves at least 1/MTR_ADDRESS_RAW_DENOMINATOR. A column whose
  * first MTR_ADDRESS_SAMPLE_BYTES saved less than 3/4 of that at level 1 goes to the fast
  * level without compressing the whole column at level 1 first: that attempt, thrown away,
- * was the most expensive step of writing gather and linked_list (bench_write, CPU: gather
- * 10.0 -> X ns per access, linked_list 10.9 -> X; the same files: the random columns'
- * savings hardly vary along a chunk; level -1 itself saves nothing on them, so it cannot
- * serve as the estimate). Going to the fast level directly for every chunk once one had
- * taken it, trying level 1 every 16th chunk, lost on linked_list, whose chunks alternate. */
+ * was the most expensive step of writing gather (bench_write, CPU, rt-recorded traces of 6-8
+ * M accesses: gather 8.8 -> 7.0 ns per access, linked_list 11.0 -> 10.5; byte-identical
+ * files: the random columns' savings hardly vary along a chunk; level -1 itself saves nothing on
+ * them, so it cannot serve as the estimate). Going to the fast level directly for every chunk once
+ * one had taken it, trying level 1 every 16th chunk, lost on linked_list, whose chunks alternate.
+ */
 static size_t compress_addresses(mtr_writer *w, uint8_t *out, size_t capacity) {
   size_t raw = w->address_bytes;
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
@@ -343,10 +344,12 @@ static int encode_departure(mtr_writer *w, encode_slot *previous, encode_slot *s
  * took 5 instructions of the loop's ~35). The slot state is 64 bytes so that its address is
  * a shift. The two deltas of a slot's last record are kept as the addresses they were taken
  * from, as the reader's decode_slot does, so that a predicted record stores addresses it
- * already holds. Measured by bench_write (CPU, best of 3) on memsnap record --via=rt traces
- * of 5-8 M accesses: stream_add 6.2 -> X ns per access, matmul 7.7 -> X, stencil2d 5.8 -> X,
- * gather 11.7 -> X, linked_list 12.2 -> X; callgrind on 1-1.6 M accesses, instructions per
- * access: 67 -> X (regular kernels), gather 93 -> X, linked_list 117 -> X. */
+ * already holds. Measured by bench_write (CPU, best of 3, on a loaded 2-core machine) on
+ * `memsnap record --via=rt` traces of 5-8 M accesses, the whole writer including zstd and
+ * the address sampling of compress_addresses(): stream_add 5.3 -> 2.4 ns per access,
+ * matmul 6.1 -> 2.5, stencil2d 5.2 -> 2.2, gather 10.3 -> 6.1, linked_list 11.5 -> 6.7,
+ * byte-identical files; callgrind on 1-1.6 M accesses, instructions per access: 67 -> 36
+ * (regular kernels), gather 93 -> 60, linked_list 117 -> 106 (zstd on its tag column). */
 static size_t encode_records(mtr_writer *w, const ms_access *records, size_t n,
                              uint32_t site_count) {
   encode_slot *states = w->states, *previous = &states[w->previous_slot];
