@@ -24,7 +24,7 @@
 #define MTR_COLUMN_ZSTD_LEVEL MTR_ZSTD_LEVEL
 #endif
 #ifndef MTR_ADDRESS_SAMPLE_BYTES /* overridable for measurements only */
-#define MTR_ADDRESS_SAMPLE_BYTES 65536
+#define MTR_ADDRESS_SAMPLE_BYTES ((size_t)65536)
 #endif
 
 /* A growable byte buffer for the header and the trailer. */
