@@ -339,7 +339,8 @@ static int encode_departure(mtr_writer *w, encode_slot *previous, encode_slot *s
  * Here the loop keeps only what a fully predicted record needs in registers: the common
  * record (98 % of gather's and matmul's, 89 % of linked_list's) tests its site, address and
  * attributes in one condition and stores nothing but its state (its tag is the 0 that
- * flush_chunk left in the tag column); encode_departure(), out of line, does the rest. Kinds
+ * flush_chunk left in the tag column); encode_departure(), on the unlikely branch, does the
+ * rest, its column cursors in `w`. Kinds
  * are counted per slot, as the run of records since the slot's attributes last changed,
  * added to counts_by_kind when they change and at the end of the chunk: one increment of
  * the slot's line, which the record stores to anyway (counts_by_kind[kind]++ is a
