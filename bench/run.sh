@@ -3,7 +3,9 @@
 #   1. recording: memsnap record vs cachegrind --cache-sim=yes (target <= 1.5x) and vs
 #      lackey --trace-mem=yes > /dev/null (target: memsnap >= 10x faster)
 #   2. trace size: bytes per access (target <= 2 on the regular kernels) and .mtr size vs
-#      zstd -19 of the same accesses as plain 16-byte records (target < 1)
+#      zstd -19 of the same accesses as plain 16-byte records (target < 1); 2b. the .mtr
+#      writer's CPU time per access vs the in-memory loop (no target of its own: it bounds
+#      both capture paths, see run-rt.sh)
 #   3. simulation: 3-level hierarchy vs a loop reading the same in-memory records (target
 #      <= 12x); 46 hierarchies in one pass vs 46 passes (target < 1)
 #   4. reading: .mtr decode vs the in-memory loop (target <= 4x)
@@ -90,6 +92,13 @@ for c in "${cases[@]}"; do
     "$(ratio "$bytes" "$zbytes")" \
     "$(awk -v a="$large_bytes" -v b="$large_accesses" 'BEGIN { printf "%.4f", a / b }')" "$tag"
 done
+
+echo
+echo "== 2b. writing .mtr: encode + compress the large runs' records (bench_write, CPU time) =="
+for c in "${cases[@]}"; do
+  "$build/bench/bench_write" "$work/$(name_of "$c").large.mtr" "$work/write.mtr"
+done
+rm -f "$work/write.mtr"
 
 echo
 echo "== 3. simulation =="

@@ -20,6 +20,16 @@
 #include "mtr_internal.h"
 #include "text_lines.h" /* output_name */
 
+/* The column frame's level (overridable for measurements only). Level -1 made gather's file
+ * 1.5 % larger and linked_list's 0.2 %, and its effect on the writer's time was within the
+ * noise of bench_write on this machine (gather 8.0/8.6 ns per access at 1/-1, then 7.0/6.5). */
+#ifndef MTR_COLUMN_ZSTD_LEVEL
+#define MTR_COLUMN_ZSTD_LEVEL MTR_ZSTD_LEVEL
+#endif
+#ifndef MTR_ADDRESS_SAMPLE_BYTES /* overridable for measurements only */
+#define MTR_ADDRESS_SAMPLE_BYTES ((size_t)65536)
+#endif
+
 /* A growable byte buffer for the header and the trailer. */
 typedef struct byte_buffer {
   uint8_t *data;
@@ -72,6 +82,28 @@ static void buffer_crc(byte_buffer *b) {
   if (!b->failed) buffer_u32(b, mtr_crc32(b->data, b->size));
 }
 
+/* The encoder's state of one slot: mtr_slot_state with the two deltas of the slot's last
+ * record held as the addresses they were taken from (last_own_delta = last_address -
+ * own_base, last_from_delta = last_address - from_base), as in the reader. */
+typedef struct encode_slot {
+  uint64_t last_address;
+  uint64_t tail; /* bytes 8..15 of the slot's last ms_access */
+  uint64_t stride;
+  uint64_t own_base;  /* the slot's address before last_address */
+  uint64_t from_base; /* the previous record's address when last_address was written */
+  uint64_t run;       /* records of the slot since its attributes (its kind) last changed */
+  uint32_t next_slot;
+  uint32_t from_previous;
+  uint64_t padding; /* 64 bytes: the slot's address is one shift of its number */
+} encode_slot;
+
+_Static_assert(sizeof(encode_slot) == 64, "encode_slot is 64 bytes");
+
+static inline encode_slot encode_slot_initial(uint32_t slot) {
+  mtr_slot_state initial = mtr_slot_initial(slot);
+  return (encode_slot){.tail = initial.tail, .next_slot = slot};
+}
+
 typedef struct chunk_entry {
   uint64_t offset, first_index;
 } chunk_entry;
@@ -88,8 +120,10 @@ typedef struct mtr_writer {
   uint32_t records;
   uint32_t previous_slot;
   uint64_t previous_address;
-  mtr_slot_state *states;
-  uint32_t state_capacity, state_high; /* slots allocated; slots touched this chunk */
+  encode_slot *states;
+  uint32_t state_capacity;
+  uint32_t state_high; /* slots touched this chunk are below: slot 0 (the first record's
+                          previous slot) and those that a site miss named */
   /* totals */
   uint64_t access_count, counts_by_kind[MS_ACCESS_KIND_COUNT];
   uint32_t max_thread_plus_one;
@@ -142,10 +176,10 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
   uint64_t capacity = w->state_capacity ? w->state_capacity : 256;
   while (capacity <= slot)
     capacity *= 2;
-  mtr_slot_state *states = realloc(w->states, capacity * sizeof *states);
+  encode_slot *states = realloc(w->states, capacity * sizeof *states);
   if (!states) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
   for (uint64_t s = w->state_capacity; s < capacity; s++)
-    states[s] = mtr_slot_initial((uint32_t)s);
+    states[s] = encode_slot_initial((uint32_t)s);
   w->states = states;
   w->state_capacity = (uint32_t)capacity;
   return MS_OK;
@@ -153,19 +187,37 @@ static int ensure_slot(mtr_writer *w, uint32_t slot) {
 
 /* The address column as its own zstd frame. Irregular programs' deltas are nearly random:
  * zstd level 1 saves only ~6% on them (gather, linked_list), with Huffman-coded literals that
- * cost a quarter of the decoding time. Such a column is compressed again at a negative
- * level, which stores literals raw, so its frame decodes at memcpy speed. Regular programs'
- * columns compress 10x and more at level 1 and keep it. */
+ * cost a quarter of the decoding time. Such a column is compressed at a negative level
+ * instead, which stores literals raw, so its frame decodes at memcpy speed. Regular
+ * programs' columns compress 10x and more at level 1 and keep it.
+ * The choice: level 1 if it saves at least 1/MTR_ADDRESS_RAW_DENOMINATOR. A column whose
+ * first MTR_ADDRESS_SAMPLE_BYTES saved less than 3/4 of that at level 1 goes to the fast
+ * level without compressing the whole column at level 1 first: that attempt, thrown away,
+ * was the most expensive step of writing gather (bench_write, CPU, rt-recorded traces of 6-8
+ * M accesses: gather 8.8 -> 7.0 ns per access, linked_list 11.0 -> 10.5; byte-identical
+ * files: the random columns' savings hardly vary along a chunk; level -1 itself saves nothing on
+ * them, so it cannot serve as the estimate). Going to the fast level directly for every chunk once
+ * one had taken it, trying level 1 every 16th chunk, lost on linked_list, whose chunks alternate.
+ */
 static size_t compress_addresses(mtr_writer *w, uint8_t *out, size_t capacity) {
   size_t raw = w->address_bytes;
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
+  if (raw > 2 * MTR_ADDRESS_SAMPLE_BYTES) {
+    size_t sample = ZSTD_compress2(w->cctx, out, capacity, w->addresses, MTR_ADDRESS_SAMPLE_BYTES);
+    int hopeless = !ZSTD_isError(sample) &&
+                   sample * MTR_ADDRESS_RAW_DENOMINATOR * 4 >=
+                       MTR_ADDRESS_SAMPLE_BYTES * (MTR_ADDRESS_RAW_DENOMINATOR * 4 - 3);
+    if (hopeless) {
+      ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ADDRESS_FAST_LEVEL);
+      return ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
+    }
+  }
   size_t compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
   if (ZSTD_isError(compressed) ||
       compressed * MTR_ADDRESS_RAW_DENOMINATOR < raw * (MTR_ADDRESS_RAW_DENOMINATOR - 1))
     return compressed;
   ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ADDRESS_FAST_LEVEL);
-  compressed = ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
-  return compressed;
+  return ZSTD_compress2(w->cctx, out, capacity, w->addresses, raw);
 }
 
 static int flush_chunk(mtr_writer *w) {
@@ -187,7 +239,7 @@ static int flush_chunk(mtr_writer *w) {
   size += w->site_bytes;
   memmove(payload + size, w->attributes, w->attribute_bytes);
   size += w->attribute_bytes;
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_ZSTD_LEVEL);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_COLUMN_ZSTD_LEVEL);
   size_t compressed = ZSTD_compress2(w->cctx, w->compressed, w->compressed_capacity, payload, size);
   if (ZSTD_isError(compressed))
     return ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
@@ -211,46 +263,61 @@ static int flush_chunk(mtr_writer *w) {
   w->site_bytes = w->address_bytes = w->attribute_bytes = 0;
   w->previous_slot = 0;
   w->previous_address = 0;
-  mtr_slot_reset(w->states, w->state_high);
-  w->state_high = 0;
+  for (uint32_t slot = 0; slot < w->state_high; slot++) {
+    w->counts_by_kind[w->states[slot].tail >> 56] += w->states[slot].run;
+    w->states[slot] = encode_slot_initial(slot);
+  }
+  w->state_high = 1;
+  memset(w->tags, 0, MTR_CHUNK_RECORDS); /* encode_records() stores nonzero tags only */
   return rc;
 }
 
-/* Encodes one record against the prediction state (docs/formats.md, "Records"). An address
- * miss stores the zigzagged delta from the slot's own last address, or from the previous
- * record's when that delta repeats and the own one does not (choosing the smaller of the two
- * instead made matmul 3x larger: its row-end jumps, identical from row to row, turned into
- * varying deltas zstd could not match). */
-static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slot) {
-  uint8_t tag = 0;
-  mtr_slot_state *previous = &w->states[w->previous_slot];
+/* The tag of a record that departs from its prediction, with its fields appended to the
+ * site, address and attribute columns, and the state learned (docs/formats.md, "Records");
+ * -1 if the record's kind is out of range. An address miss stores the zigzagged delta from
+ * the slot's own last address, or from the previous record's when that delta repeats and the
+ * own one does not (choosing the smaller of the two instead made matmul 3x larger: its
+ * row-end jumps, identical from row to row, turned into varying deltas zstd could not match).
+ * Kinds and the thread bound are checked here only: a record with its slot's previous
+ * attributes repeats values checked before. */
+static int encode_departure(mtr_writer *w, encode_slot *previous, encode_slot *s, uint32_t slot,
+                            const ms_access *a, uint64_t previous_address) {
+  int tag = 0;
+  uint64_t address = a->address, tail = mtr_access_tail(a);
   if (previous->next_slot != slot) {
+    uint32_t previous_slot = (uint32_t)(previous - w->states);
     tag |= MTR_SITE_MISS;
-    w->site_bytes +=
-        varint_put(w->sites + w->site_bytes,
-                   zigzag_encode((uint64_t)(int64_t)(int32_t)(slot - w->previous_slot)));
+    w->site_bytes += varint_put(w->sites + w->site_bytes,
+                                zigzag_encode((uint64_t)(int64_t)(int32_t)(slot - previous_slot)));
     previous->next_slot = slot;
+    if (slot >= w->state_high) w->state_high = slot + 1;
   }
-  w->previous_slot = slot;
-  mtr_slot_state *s = &w->states[slot];
-  uint64_t base = s->from_previous ? w->previous_address : s->last_address;
-  int miss = a->address != base + s->stride;
-  if (miss) {
-    uint64_t own = a->address - s->last_address, from = a->address - w->previous_address;
+  uint64_t base = s->from_previous ? previous_address : s->last_address;
+  if (address != base + s->stride) {
+    uint64_t own = address - s->last_address, from = address - previous_address;
+    uint64_t last_own = s->last_address - s->own_base, last_from = s->last_address - s->from_base;
     uint64_t stored = zigzag_encode(own);
-    if (own != s->last_own_delta && from == s->last_from_delta) {
+    if (own != last_own && from == last_from) {
       stored = zigzag_encode(from);
       tag |= MTR_FROM_PREVIOUS;
     }
     unsigned width = mtr_byte_width(stored);
     put_u64(w->addresses + w->address_bytes, stored); /* the column has 8 bytes of slack */
     w->address_bytes += width;
-    tag |= MTR_ADDRESS_MISS | (uint8_t)((width - 1) << MTR_WIDTH_SHIFT);
+    tag |= MTR_ADDRESS_MISS | (int)((width - 1) << MTR_WIDTH_SHIFT);
+    if (own == last_own) { /* a delta seen twice in a row becomes the stride, the own first */
+      s->stride = own;
+      s->from_previous = 0;
+    } else if (from == last_from) {
+      s->stride = from;
+      s->from_previous = 1;
+    }
   }
-  mtr_slot_learn(s, a->address, w->previous_address, miss);
-  w->previous_address = a->address;
-  uint64_t tail = mtr_access_tail(a);
   if (tail != s->tail) {
+    if (a->kind >= MS_ACCESS_KIND_COUNT) return -1;
+    w->counts_by_kind[s->tail >> 56] += s->run;
+    s->run = 0;
+    if (a->thread >= w->max_thread_plus_one) w->max_thread_plus_one = a->thread + 1u;
     tag |= MTR_ATTRIBUTES_CHANGE;
     uint8_t *p = w->attributes + w->attribute_bytes;
     p[0] = a->kind;
@@ -259,7 +326,67 @@ static inline void encode_record(mtr_writer *w, const ms_access *a, uint32_t slo
     w->attribute_bytes += 4;
     s->tail = tail;
   }
-  w->tags[w->records++] = tag;
+  return tag;
+}
+
+/* Encodes n records (n <= the room left in the chunk); returns the number encoded, fewer
+ * than n when record n is invalid (site or kind out of range).
+ *
+ * Speed: the writer bounds both capture paths (perf of `memsnap record --via=rt`: 37-39 % of
+ * the cycles in the writer's loop, which took 66-68 instructions per record on the regular
+ * kernels, callgrind). The column stores are uint8_t stores, which may alias any field of the
+ * writer: with the loop's variables in `w`, gcc reloaded and stored them around every store.
+ * Here the loop keeps only what a fully predicted record needs in registers: the common
+ * record (98 % of gather's and matmul's, 89 % of linked_list's) tests its site, address and
+ * attributes in one condition and stores nothing but its state (its tag is the 0 that
+ * flush_chunk left in the tag column); encode_departure(), on the unlikely branch, does the
+ * rest, its column cursors in `w`. Kinds
+ * are counted per slot, as the run of records since the slot's attributes last changed,
+ * added to counts_by_kind when they change and at the end of the chunk: one increment of
+ * the slot's line, which the record stores to anyway (counts_by_kind[kind]++ is a
+ * store-forwarded 5-cycle chain on runs of one kind; two sums, of kind and of kind >> 1,
+ * took 5 instructions of the loop's ~35). The slot state is 64 bytes so that its address is
+ * a shift. The two deltas of a slot's last record are kept as the addresses they were taken
+ * from, as the reader's decode_slot does, so that a predicted record stores addresses it
+ * already holds. Measured by bench_write (CPU, best of 3, on a loaded 2-core machine) on
+ * `memsnap record --via=rt` traces of 5-8 M accesses, the whole writer including zstd and
+ * the address sampling of compress_addresses(): stream_add 5.3 -> 2.4 ns per access,
+ * matmul 6.1 -> 2.5, stencil2d 5.2 -> 2.2, gather 10.3 -> 6.1, linked_list 11.5 -> 6.7,
+ * byte-identical files; callgrind on 1-1.6 M accesses, instructions per access: 67 -> 36
+ * (regular kernels), gather 93 -> 60, linked_list 117 -> 106 (zstd on its tag column). */
+static size_t encode_records(mtr_writer *w, const ms_access *records, size_t n,
+                             uint32_t site_count) {
+  encode_slot *states = w->states, *previous = &states[w->previous_slot];
+  uint64_t previous_address = w->previous_address;
+  uint8_t *tags = w->tags + w->records;
+  const ms_access *a = records, *end = records + n;
+  for (; a < end; a++) {
+    uint64_t address = a->address, tail = mtr_access_tail(a);
+    uint32_t slot = (uint32_t)tail + 1; /* site + 1: MS_SITE_NONE -> 0 */
+    if (__builtin_expect(slot > site_count, 0)) break;
+    encode_slot *s = &states[slot];
+    uint64_t base = s->from_previous ? previous_address : s->last_address;
+    if (__builtin_expect(
+            previous->next_slot != slot || address != base + s->stride || tail != s->tail, 0)) {
+      int tag = encode_departure(w, previous, s, slot, a, previous_address);
+      if (tag < 0) break;
+      tags[a - records] = (uint8_t)tag;
+    }
+    s->own_base = s->last_address;
+    s->from_base = previous_address;
+    s->last_address = address;
+    previous_address = address;
+    previous = s;
+    s->run++;
+  }
+  size_t done = (size_t)(a - records);
+  w->previous_slot = (uint32_t)(previous - states);
+  w->previous_address = previous_address;
+  w->records += (uint32_t)done;
+  /* threads are learned on attribute changes; thread 0 may come with the initial ones */
+  if (done > 0 && w->max_thread_plus_one == 0) w->max_thread_plus_one = 1;
+  w->access_count += done;
+  return done;
 }
 
 /* A writer that failed refuses everything after: the file would have a hole. */
@@ -274,21 +401,20 @@ static int writer_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
   int rc = writer_begin(sink, info);
   if (rc < 0) return rc;
   uint32_t site_count = ms_site_table_count(info->sites);
-  for (size_t i = 0; i < batch->count; i++) {
-    const ms_access *a = &batch->accesses[i];
-    uint32_t slot = a->site + 1; /* MS_SITE_NONE -> 0 */
-    if (slot > site_count || a->kind >= MS_ACCESS_KIND_COUNT) {
+  if (site_count >= w->state_capacity && (rc = ensure_slot(w, site_count)) < 0)
+    return writer_failed(w, rc);
+  for (size_t i = 0; i < batch->count;) {
+    size_t room = MTR_CHUNK_RECORDS - w->records;
+    size_t n = batch->count - i < room ? batch->count - i : room;
+    size_t done = encode_records(w, batch->accesses + i, n, site_count);
+    i += done;
+    if (done < n) {
+      const ms_access *a = &batch->accesses[i];
       w->failed = 1;
       return ms_error_set(MS_ERR_ARG, "%s: access %llu: site %u or kind %u out of range",
                           output_name(&w->out), (unsigned long long)w->access_count, a->site,
                           a->kind);
     }
-    if (slot >= w->state_capacity && (rc = ensure_slot(w, slot)) < 0) return writer_failed(w, rc);
-    if (slot >= w->state_high) w->state_high = slot + 1;
-    encode_record(w, a, slot);
-    w->access_count++;
-    w->counts_by_kind[a->kind]++;
-    if (a->thread >= w->max_thread_plus_one) w->max_thread_plus_one = a->thread + 1u;
     if (w->records == MTR_CHUNK_RECORDS && (rc = flush_chunk(w)) < 0) return writer_failed(w, rc);
   }
   return MS_OK;
@@ -402,13 +528,14 @@ int ms_mtr_sink_new(const char *path, ms_sink **out) {
   w->sink.ops = &mtr_writer_ops;
   size_t n = MTR_CHUNK_RECORDS;
   /* tags share their buffer with the compacted first frame: 1 + 5 + 4 bytes per record */
-  w->tags = malloc(10 * n);
+  w->tags = calloc(10, n); /* zero: encode_records() stores nonzero tags only */
   w->sites = malloc(5 * n);
   w->addresses = malloc(8 * n + 8); /* + 8: each delta is stored as a whole u64 */
   w->attributes = malloc(4 * n);
   w->compressed_capacity = ZSTD_compressBound(10 * n) + ZSTD_compressBound(8 * n);
   w->compressed = malloc(w->compressed_capacity);
   w->cctx = ZSTD_createCCtx();
+  w->state_high = 1;
   if (!w->tags || !w->sites || !w->addresses || !w->attributes || !w->compressed || !w->cctx ||
       ensure_slot(w, 0) < 0) {
     writer_destroy(&w->sink);

@@ -371,6 +371,84 @@ static void test_empty_trace_and_no_sites(void **state) {
   ms_stream_info_clear(&info);
 }
 
+/* Counts by kind and the thread count come from the records when the stream does not say:
+ * long runs of one kind per site across chunk boundaries, records that never change their
+ * site's initial attributes (thread 0, size 8, load), a late thread, and a bad kind. */
+static void write_plain(const char *path, const ms_access *a, size_t count, ms_stream_info *info) {
+  ms_sink *sink;
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  ms_batch batch = {(ms_access *)a, count, count};
+  assert_int_equal(sink->ops->consume(sink, info, &batch), 0);
+  assert_int_equal(sink->ops->end(sink, info), 0);
+  ms_sink_destroy(sink);
+}
+
+static void test_counts_and_threads_from_records(void **state) {
+  (void)state;
+  char path[256];
+  temp_path(path, sizeof path, "runs.mtr");
+  ms_stream_info info = {.sites = ms_site_table_new(), .exit_status = 0};
+  for (uint32_t s = 0; s < 3; s++)
+    ms_site_table_add(info.sites, 0x1000 + s, NULL, NULL, NULL, 0);
+  size_t count = 3 * 262144 + 777;
+  ms_access *a = calloc(count, sizeof *a);
+  assert_non_null(a);
+  uint64_t kinds[3] = {0};
+  for (size_t i = 0; i < count; i++) {
+    uint32_t site = (uint32_t)(i % 3);
+    uint8_t kind = site == 0 ? MS_LOAD : site == 1 ? MS_STORE : i < count / 2 ? MS_MODIFY : MS_LOAD;
+    a[i] = (ms_access){.address = 0x10000 + 8 * i, .site = site, .size = 8, .kind = kind};
+    kinds[kind]++;
+  }
+  /* only site 0 (initial attributes): one thread, although the stream says none */
+  ms_access *zero = calloc(1000, sizeof *zero);
+  assert_non_null(zero);
+  for (size_t i = 0; i < 1000; i++)
+    zero[i] = (ms_access){.address = 64 * i, .site = 0, .size = 8, .kind = MS_LOAD};
+  write_plain(path, zero, 1000, &info);
+  ms_mtr_stat mstat;
+  ms_stream_info got;
+  assert_int_equal(ms_mtr_stat_file(path, &mstat, &got), 0);
+  assert_int_equal(got.thread_count, 1);
+  assert_int_equal(mstat.counts_by_kind[MS_LOAD], 1000);
+  ms_stream_info_clear(&got);
+
+  a[count - 5].thread = 6; /* a late thread, in the last chunk */
+  write_plain(path, a, count, &info);
+  assert_int_equal(ms_mtr_stat_file(path, &mstat, &got), 0);
+  assert_int_equal(got.thread_count, 7);
+  assert_int_equal(mstat.access_count, count);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(mstat.counts_by_kind[k], kinds[k]);
+  ms_stream_info_clear(&got);
+  ms_source *source;
+  assert_int_equal(ms_mtr_open(path, &source), 0);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  size_t seen = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0) {
+    assert_accesses_equal(a + seen, batch.accesses, batch.count, seen);
+    seen += batch.count;
+  }
+  assert_int_equal(n, 0);
+  assert_int_equal(seen, count);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+
+  /* a kind out of range is refused, in the middle of a batch of good records */
+  a[1000].kind = MS_ACCESS_KIND_COUNT;
+  ms_sink *sink;
+  assert_int_equal(ms_mtr_sink_new(path, &sink), 0);
+  ms_batch bad = {a, 2000, 2000};
+  assert_int_equal(sink->ops->consume(sink, &info, &bad), MS_ERR_ARG);
+  ms_sink_destroy(sink);
+  unlink(path);
+  ms_stream_info_clear(&info);
+  free(zero);
+  free(a);
+}
+
 static void test_atomic_output(void **state) {
   (void)state;
   char path[256];
@@ -404,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_every_flipped_byte_is_caught),
       cmocka_unit_test(test_empty_trace_and_no_sites),
       cmocka_unit_test(test_atomic_output),
+      cmocka_unit_test(test_counts_and_threads_from_records),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   char command[300];
