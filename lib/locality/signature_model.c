@@ -535,6 +535,9 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
     uint32_t state = model->window_state[i];
     counts->positions[reuse_bin(i + 1)]++;
     walk_tree(model, record_of(model, state), word, reuse_bin(i + 1), counts, hist);
+    /* Already the most recent: nothing moves (31% of linked_list's references, 16% of
+     * stencil2d's; 0.1-0.5% on the others, where the test costs nothing measurable). */
+    if (i == 0) return MS_OK;
     /* A fixed-length shift with selects: the compiler turned a loop of i steps into a
      * memmove call (6% of the time on stream_add). */
     for (uint32_t k = WINDOW - 1; k > 0; k--) {
