@@ -17,7 +17,9 @@ typedef struct sig_counts {
   uint64_t trials[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS];
 } sig_counts;
 
-/* The whole-program counts of a model (not per site). */
+/* The whole-program counts of a model (not per site). Only executions, modeled, references,
+ * cold and positions are current: the whole program's yes/trials wait in the model's walk
+ * histograms until ms_signature_model_result folds them in. */
 const sig_counts *sig_model_counts(const ms_signature_model *model);
 
 #endif

@@ -23,6 +23,14 @@
  *   table grows; the window and the owners of the times are renumbered then.
  * - Each line keeps its tree of halves as two bit arrays in heap order (root 1, children
  *   2i and 2i+1): nodes visited, and the half chosen on the last visit.
+ * - Whole-program counting (the default) does not add to the 2 x levels yes/trials
+ *   counters per reference: it counts the walk's outcome (bin, visited nodes, same-half
+ *   mask) in two histograms that ms_signature_model_result folds into the counters; a
+ *   reference to the word of the line's previous reference needs no walk at all.
+ *   bench_signature (the model alone on an in-memory trace, CPU time; the machine was
+ *   loaded, so callgrind counts are given too): matmul 200 459 -> 323 instructions per
+ *   access over its first 3M, 44 -> ~32-37 ns; gather 65 -> ~28-36 ns (prefetch);
+ *   stream_add 30 -> ~23-26 ns; outputs byte-identical.
  * - Per-site binning (section 3.3.2): the state above is shared; only the counts go to
  *   the bin of the access's site. With a cap, a site's accesses past the cap are counted
  *   as executions but not sent to the model.
@@ -38,10 +46,17 @@
 #define TIME_WORDS (TIME_SLOTS / 64)
 #define KEEP_LINES (1u << 16) /* lines kept at a rebuild: positions <= 2^16 */
 #define TIME_FAR 0u           /* line not among the 2^16 most recent (or forgotten) */
-#define WINDOW 8              /* the most recent distinct lines, kept outside the time structure */
+/* Records of accesses this far ahead are prefetched: a reference outside the window misses
+ * the caches on its record (random-access kernels), and overlapping those misses is the
+ * cheapest speed-up. Measured (bench_signature, CPU time, best of 3, two runs each on a loaded
+ * machine): gather 1000000 43/42 -> 30/39 ns per access, linked_list 300000 56/50 -> 38/32;
+ * stream_add and matmul unchanged within the noise (27/26 -> 23/29, 38/40 -> 40/38). */
+#define PREFETCH_AHEAD 8
+#define WINDOW 8 /* the most recent distinct lines, kept outside the time structure */
 
 /* A line's record, record_words uint64_t: [0] line + 1 (0: an empty slot), [1] time of its
- * last reference, then the tree's visited bits and choice bits (tree_words each), padded
+ * last reference (low 32 bits) and 1 + the word of its last reference (high 32 bits, 0:
+ * none yet), then the tree's visited bits and choice bits (tree_words each), padded
  * to a power of two: one aligned 64-byte cache line for the default 7 levels. */
 enum { RECORD_KEY = 0, RECORD_TIME = 1, RECORD_TREE = 2 };
 
@@ -79,6 +94,13 @@ struct ms_signature_model {
   uint32_t window_state[WINDOW];
   uint32_t window_count;
 
+  /* Whole-program walk outcomes (levels <= 7, not per site), folded into the yes/trials
+   * counts when a result is asked for: [bin][same-half mask along the path] and
+   * [bin][visited nodes on the path] (a prefix: a visited node's ancestors were visited).
+   * Two increments per reference instead of two per level (14 read-modify-writes of
+   * counters that consecutive references chain through memory). */
+  uint64_t (*yes_hist)[128];
+  uint64_t (*trial_hist)[8];
   sig_counts total;   /* whole program when not per site */
   sig_counts discard; /* counts of warm-up references, never reported */
   int warming;
@@ -146,6 +168,12 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
         model->paths[word][node >> 6] |= 1ull << (node & 63);
         model->paths[word][2 + (node >> 6)] |= half << (node & 63);
       }
+    model->yes_hist = calloc(MS_SIGNATURE_DEPTHS, sizeof *model->yes_hist);
+    model->trial_hist = calloc(MS_SIGNATURE_DEPTHS, sizeof *model->trial_hist);
+    if (!model->yes_hist || !model->trial_hist) {
+      ms_signature_model_free(model);
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
+    }
   }
   model->table_mask = 4095;
   model->table = table_new(model->table_mask + 1, model->record_words);
@@ -166,6 +194,8 @@ void ms_signature_model_free(ms_signature_model *model) {
   if (!model) return;
   free(model->table);
   free(model->paths);
+  free(model->yes_hist);
+  free(model->trial_hist);
   free(model->time_bits);
   free(model->word_fenwick);
   free(model->time_state);
@@ -191,6 +221,10 @@ static inline uint64_t *record_of(const ms_signature_model *model, uint32_t stat
   return model->table + (size_t)state * model->record_words;
 }
 
+static inline void set_time(uint64_t *record, uint32_t time) {
+  record[RECORD_TIME] = (record[RECORD_TIME] & ~(uint64_t)UINT32_MAX) | time;
+}
+
 /* ---- marked times ---- */
 
 static inline void word_fenwick_add(uint32_t *tree, uint32_t at, int32_t delta) {
@@ -213,22 +247,36 @@ static inline uint32_t popcount64(uint64_t x) {
   return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
-static inline void time_mark(ms_signature_model *model, uint32_t time) {
+/* The tree holds the words before the current one (now >> 6) only: a word is added once,
+ * when the times move past it, so that marking the newest time (every line leaving the
+ * window) costs a bit set instead of a tree walk, and unmarking a time of the current word
+ * too. Measured with callgrind on matmul 200 (first 3M accesses): the tree's updates fell
+ * from 57 to 29 instructions per access. */
+static inline void time_mark(ms_signature_model *model, uint32_t time) { /* time == now */
+  if ((time & 63) == 0)
+    word_fenwick_add(model->word_fenwick, time >> 6,
+                     (int32_t)popcount64(model->time_bits[(time >> 6) - 1]));
   model->time_bits[time >> 6] |= 1ull << (time & 63);
-  word_fenwick_add(model->word_fenwick, (time >> 6) + 1, 1);
   model->marked++;
 }
 
 static inline void time_unmark(ms_signature_model *model, uint32_t time) {
   model->time_bits[time >> 6] &= ~(1ull << (time & 63));
-  word_fenwick_add(model->word_fenwick, (time >> 6) + 1, -1);
+  if (time >> 6 < model->now >> 6) word_fenwick_add(model->word_fenwick, (time >> 6) + 1, -1);
   model->marked--;
 }
 
-/* Marked times after `time`: the lines referenced since. */
+/* Marked times after `time`: the lines referenced since. Within 2 words of the current one
+ * the words are counted directly (no tree walk). */
 static inline uint32_t marks_after(const ms_signature_model *model, uint32_t time) {
-  uint32_t word = time >> 6, bit = time & 63;
+  uint32_t word = time >> 6, bit = time & 63, current = model->now >> 6;
   uint64_t above = bit == 63 ? 0 : model->time_bits[word] >> (bit + 1);
+  if (current - word <= 2) {
+    uint32_t marks = popcount64(above);
+    for (uint32_t at = word + 1; at <= current; at++)
+      marks += popcount64(model->time_bits[at]);
+    return marks;
+  }
   return model->marked - word_fenwick_prefix(model->word_fenwick, word + 1) + popcount64(above);
 }
 
@@ -242,19 +290,19 @@ static void rebuild_times(ms_signature_model *model) {
     if (kept < KEEP_LINES)
       model->scratch[kept++] = state;
     else
-      record_of(model, state)[RECORD_TIME] = TIME_FAR;
+      set_time(record_of(model, state), TIME_FAR);
   }
   memset(model->time_bits, 0, TIME_WORDS * sizeof *model->time_bits);
   memset(model->word_fenwick, 0, (TIME_WORDS + 1) * sizeof *model->word_fenwick);
   for (uint32_t time = 1; time <= kept; time++) {
     uint32_t state = model->scratch[kept - time];
-    record_of(model, state)[RECORD_TIME] = time;
+    set_time(record_of(model, state), time);
     model->time_state[time] = state;
     model->time_bits[time >> 6] |= 1ull << (time & 63);
   }
   /* Linear construction: every node passes its sum to its parent, up to the last word. */
   for (uint32_t at = 1; at <= TIME_WORDS; at++) {
-    model->word_fenwick[at] += popcount64(model->time_bits[at - 1]);
+    if (at - 1 < kept >> 6) model->word_fenwick[at] += popcount64(model->time_bits[at - 1]);
     uint32_t parent = at + (at & (~at + 1));
     if (parent <= TIME_WORDS) model->word_fenwick[parent] += model->word_fenwick[at];
   }
@@ -371,13 +419,71 @@ static inline void count_walk(const ms_signature_model *model, uint32_t word, in
   }
 }
 
+/* The bits of `x`, which has at most one bit set among the nodes [2^d, 2^(d+1)) of every
+ * depth d < 6 (a path), as a mask by depth: a table for the nodes 1..7 (depths 0..2), a test
+ * per depth below. Against a shift per depth by the path's node index: stream_add 229 -> 200
+ * instructions per access, matmul 349 -> 323 (callgrind, first 3M accesses). */
+static const uint8_t low_depths[256] = {
+#define D3(b) (((b) >> 1 & 1) | ((b)&0x0c ? 2 : 0) | ((b)&0xf0 ? 4 : 0))
+#define R4(b) D3(b), D3((b) + 1), D3((b) + 2), D3((b) + 3)
+#define R16(b) R4(b), R4((b) + 4), R4((b) + 8), R4((b) + 12)
+#define R64(b) R16(b), R16((b) + 16), R16((b) + 32), R16((b) + 48)
+    R64(0), R64(64), R64(128), R64(192)
+#undef R64
+#undef R16
+#undef R4
+#undef D3
+};
+
+static inline uint32_t segment_bits(uint64_t x) {
+  return low_depths[x & 0xff] | (uint32_t)((x & 0xff00) != 0) << 3 |
+         (uint32_t)((x & 0xffff0000) != 0) << 4 | (uint32_t)((x >> 32) != 0) << 5;
+}
+
 /* Walks the tree of halves in `record` to `word`, counting trials and yeses in `bin`. With
  * at most 7 levels the whole walk is a few mask operations on two words (precomputed
  * paths) instead of a load-modify-store per level: 1.45 s -> 1.07 s (user) on matmul 200. */
-static inline void walk_tree(const ms_signature_model *model, uint64_t *record, uint32_t word,
-                             int bin, sig_counts *counts) {
+static inline __attribute__((always_inline)) void walk_tree(ms_signature_model *model,
+                                                            uint64_t *record, uint32_t word,
+                                                            int bin, sig_counts *counts,
+                                                            const int hist) {
   uint64_t *visited = record + RECORD_TREE;
   uint64_t *choice = visited + model->tree_words;
+  uint64_t last = record[RECORD_TIME] >> 32;
+  record[RECORD_TIME] = (record[RECORD_TIME] & UINT32_MAX) | (uint64_t)(word + 1) << 32;
+  if (hist) { /* model->paths set */
+    /* The same word as the line's last reference: every node of the path was visited, last
+     * by that reference, which went the same way; the tree stays as it is. */
+    if (last == word + 1u) {
+      model->trial_hist[bin][model->levels]++;
+      model->yes_hist[bin][(1u << model->levels) - 1]++;
+      return;
+    }
+    const uint64_t *path = model->paths[word];
+    int wide = model->tree_words > 1; /* levels == 7: the deepest node in a second word */
+    uint64_t seen_lo = visited[0] & path[0], seen_hi = wide ? visited[1] & path[1] : 0;
+    if (seen_lo) {
+      /* The visited nodes of a path are a prefix of it and the node at depth d has an index
+       * in [2^d, 2^(d+1)): their number is the bit length of the deepest one's index (the
+       * highest bit set in seen_lo, >= 1 as node 0 does not exist). Unrolled for 6 levels
+       * with the bits taken from one word: the whole model went from 435 to 367 instructions
+       * per access on matmul 200 (callgrind, first 3M accesses). */
+      uint32_t deepest = 63u - (uint32_t)__builtin_clzll(seen_lo);
+      uint32_t visits = seen_hi ? 7u : 32u - (uint32_t)__builtin_clz(deepest);
+      uint64_t same_lo = seen_lo & ~(choice[0] ^ path[2]);
+      uint32_t mask = segment_bits(same_lo);
+      if (wide) mask |= (uint32_t)((seen_hi & ~(choice[1] ^ path[3])) != 0) << 6;
+      model->trial_hist[bin][visits]++;
+      model->yes_hist[bin][mask]++;
+    }
+    visited[0] |= path[0];
+    choice[0] = (choice[0] & ~path[0]) | path[2];
+    if (wide) {
+      visited[1] |= path[1];
+      choice[1] = (choice[1] & ~path[1]) | path[3];
+    }
+    return;
+  }
   if (model->paths) {
     const uint64_t *path = model->paths[word];
     uint64_t seen[2] = {visited[0] & path[0], model->tree_words > 1 ? visited[1] & path[1] : 0};
@@ -416,7 +522,7 @@ static inline void window_push(ms_signature_model *model, uint64_t line, uint32_
     if (model->now == TIME_SLOTS - 1) rebuild_times(model);
     uint32_t evicted = model->window_state[WINDOW - 1];
     uint32_t time = ++model->now;
-    record_of(model, evicted)[RECORD_TIME] = time;
+    set_time(record_of(model, evicted), time);
     model->time_state[time] = evicted;
     time_mark(model, time);
     count = WINDOW - 1;
@@ -433,14 +539,17 @@ static inline void window_push(ms_signature_model *model, uint64_t line, uint32_
 
 /* One reference to `line` at word `word`. */
 static inline int reference(ms_signature_model *model, uint64_t line, uint32_t word,
-                            sig_counts *counts) {
+                            sig_counts *counts, const int hist) {
   counts->references++;
   uint32_t count = model->window_count;
   for (uint32_t i = 0; i < count; i++) {
     if (model->window_line[i] != line) continue;
     uint32_t state = model->window_state[i];
     counts->positions[reuse_bin(i + 1)]++;
-    walk_tree(model, record_of(model, state), word, reuse_bin(i + 1), counts);
+    walk_tree(model, record_of(model, state), word, reuse_bin(i + 1), counts, hist);
+    /* Already the most recent: nothing moves (31% of linked_list's references, 16% of
+     * stencil2d's; 0.1-0.5% on the others, where the test costs nothing measurable). */
+    if (i == 0) return MS_OK;
     /* A fixed-length shift with selects: the compiler turned a loop of i steps into a
      * memmove call (6% of the time on stream_add). */
     for (uint32_t k = WINDOW - 1; k > 0; k--) {
@@ -468,43 +577,63 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
     } else {
       counts->positions[MS_SIGNATURE_DEPTHS]++;
     }
-    walk_tree(model, record, word, bin, counts);
+    walk_tree(model, record, word, bin, counts, hist);
   } else {
     counts->cold++;
-    walk_tree(model, record, word, 0, counts); /* first visit: marks only, counts nothing */
+    walk_tree(model, record, word, 0, counts, hist); /* first visit: marks only, counts nothing */
   }
-  record[RECORD_TIME] = TIME_FAR; /* in the window: no time */
+  set_time(record, TIME_FAR); /* in the window: no time */
   window_push(model, line, state);
   return MS_OK;
 }
 
-int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
+/* The loop of ms_signature_model_add, specialized on `hist` (walks counted in the
+ * histograms: whole program, levels <= 7, not warming). */
+static inline __attribute__((always_inline)) int
+add_accesses(ms_signature_model *model, const ms_access *accesses, size_t count, const int hist) {
   unsigned line_shift = model->line_shift, word_shift = model->word_shift;
   uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
   sig_counts *counts = model->warming ? &model->discard : &model->total;
   if (!model->warming) model->given += count;
+  if (hist) { /* counted once per batch: per access, the stores through `counts` made the
+               * compiler reload the model's fields (11 instructions per access) */
+    counts->modeled += count;
+    model->added += count;
+  }
   for (size_t i = 0; i < count; i++) {
     const ms_access *access = &accesses[i];
-    if (model->config.per_site && !model->warming) {
-      counts = site_counts(model, access->site);
-      if (!counts) return ms_error_set(MS_ERR_NOMEM, "out of memory for per-site signatures");
-      counts->executions++;
-      if (model->config.site_cap && counts->modeled >= model->config.site_cap) continue;
+    if (i + PREFETCH_AHEAD < count) { /* the record of a later access: see PREFETCH_AHEAD */
+      uint64_t key = (accesses[i + PREFETCH_AHEAD].address >> line_shift) + 1;
+      __builtin_prefetch(model->table + (hash_line(key) & model->table_mask) * model->record_words);
     }
-    counts->modeled++;
-    model->added += !model->warming;
+    if (!hist) {
+      if (model->config.per_site && !model->warming) {
+        counts = site_counts(model, access->site);
+        if (!counts) return ms_error_set(MS_ERR_NOMEM, "out of memory for per-site signatures");
+        counts->executions++;
+        if (model->config.site_cap && counts->modeled >= model->config.site_cap) continue;
+      }
+      counts->modeled++;
+      model->added += !model->warming;
+    }
     uint64_t first = access->address >> line_shift;
     uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
     uint64_t last = (end < access->address ? UINT64_MAX : end) >> line_shift; /* no wrap */
     uint32_t word = (uint32_t)((access->address & line_mask) >> word_shift);
     for (uint64_t line = first;; line++) {
-      int rc = reference(model, line, word, counts);
+      int rc = reference(model, line, word, counts, hist);
       if (rc < 0) return rc;
       if (line == last) break;
       word = 0;
     }
   }
   return MS_OK;
+}
+
+int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  if (model->yes_hist && !model->config.per_site && !model->warming)
+    return add_accesses(model, accesses, count, 1);
+  return add_accesses(model, accesses, count, 0);
 }
 
 int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count) {
@@ -531,6 +660,20 @@ static void counts_to_bin(const sig_counts *counts, int levels, double weight,
       bin->yes[level][k] += weight * (double)counts->yes[level][k];
       bin->trials[level][k] += weight * (double)counts->trials[level][k];
     }
+}
+
+/* Adds the walk histograms to the yes/trials counts of `counts`. */
+static void fold_histograms(const ms_signature_model *model, sig_counts *counts) {
+  if (!model->yes_hist) return;
+  int levels = model->levels;
+  for (int bin = 0; bin < MS_SIGNATURE_DEPTHS; bin++) {
+    for (int visits = 1; visits <= levels; visits++)
+      for (int depth = 0; depth < visits; depth++)
+        counts->trials[levels - 1 - depth][bin] += model->trial_hist[bin][visits];
+    for (uint32_t mask = 1; mask < (1u << levels); mask++)
+      for (int depth = 0; depth < levels; depth++)
+        if (mask >> depth & 1) counts->yes[levels - 1 - depth][bin] += model->yes_hist[bin][mask];
+  }
 }
 
 int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
@@ -562,7 +705,9 @@ int ms_signature_model_result(const ms_signature_model *model, const ms_stream_i
   ms_signature_bin *all = &signature->bins[0];
   all->site = MS_SIGNATURE_ALL;
   if (!model->config.per_site) {
-    counts_to_bin(&model->total, model->levels, 1.0, all);
+    sig_counts total = model->total;
+    fold_histograms(model, &total);
+    counts_to_bin(&total, model->levels, 1.0, all);
     all->executions = (double)signature->accesses_seen;
     all->modeled = (double)model->added;
   } else {
