@@ -49,45 +49,16 @@ static int parse_options(int argc, char **argv, plot_options *o) {
       {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 2; /* argv[1] is the kind of plot */
-  int c, count;
-  uint64_t values[MS_SURFACE_MAX_DEPTHS], n;
-  char *end;
+  int c;
+  uint64_t n;
   while ((c = getopt_long(argc, argv, ":o:w:d:h", long_options, NULL)) != -1) {
+    int input = locality_parse_input_option(argv[0], c, optarg, &o->input);
+    if (input < 0) return 2;
+    if (input > 0) continue;
     switch (c) {
     case 'o': o->output = optarg; break;
     case '3': o->three_d = 1; break;
     case 'T': o->title = optarg; break;
-    case 'w':
-      if (ms_surface_parse_grid(optarg, "--widths", values, MS_SURFACE_MAX_WIDTHS, &count) < 0) {
-        cli_error(argv[0], "%s", ms_error_message());
-        return 2;
-      }
-      o->input.config.width_count = count;
-      for (int i = 0; i < count; i++)
-        o->input.config.widths[i] = values[i] > UINT32_MAX ? 0 : (uint32_t)values[i];
-      break;
-    case 'd':
-      if (ms_surface_parse_grid(optarg, "--depths", values, MS_SURFACE_MAX_DEPTHS, &count) < 0) {
-        cli_error(argv[0], "%s", ms_error_message());
-        return 2;
-      }
-      o->input.config.depth_count = count;
-      memcpy(o->input.config.depths, values, (size_t)count * sizeof values[0]);
-      break;
-    case 'S':
-      o->input.config.sample_rate = strtod(optarg, &end);
-      if (*end || end == optarg || !(o->input.config.sample_rate > 0.0) ||
-          !(o->input.config.sample_rate < 1.0)) {
-        cli_error(argv[0], "bad --shards '%s' (a rate in (0, 1), e.g. 0.01)", optarg);
-        return 2;
-      }
-      break;
-    case 's':
-      if (locality_parse_interval(optarg, &o->input.sample_on, &o->input.sample_off) < 0) {
-        cli_error(argv[0], "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", optarg);
-        return 2;
-      }
-      break;
     case 'W':
       if (cli_parse_count(optarg, &n) < 0 || n > 4096) {
         cli_error(argv[0], "bad --word '%s'", optarg);

@@ -81,7 +81,7 @@ static int parse_options(int argc, char **argv, scores_options *o) {
       break;
     case 'j': o->json = 1; break;
     case 's':
-      if (locality_parse_interval(optarg, &o->sample_on, &o->sample_off) < 0) {
+      if (cli_parse_sample(optarg, &o->sample_on, &o->sample_off) < 0) {
         cli_error(argv[0], "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", optarg);
         return 2;
       }

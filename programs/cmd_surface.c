@@ -38,15 +38,6 @@ typedef struct surface_options {
   const char *output;
 } surface_options;
 
-static int parse_grid(const char *command, const char *text, const char *what, uint64_t *values,
-                      int max, int *count) {
-  if (ms_surface_parse_grid(text, what, values, max, count) < 0) {
-    cli_error(command, "%s", ms_error_message());
-    return -1;
-  }
-  return 0;
-}
-
 static int parse_options(int argc, char **argv, surface_options *o) {
   static const struct option long_options[] = {
       {"widths", required_argument, NULL, 'w'}, {"depths", required_argument, NULL, 'd'},
@@ -57,24 +48,11 @@ static int parse_options(int argc, char **argv, surface_options *o) {
   opterr = 0;
   optind = 1;
   int c;
-  uint64_t values[MS_SURFACE_MAX_DEPTHS];
-  int count;
-  char *end;
   while ((c = getopt_long(argc, argv, ":w:d:o:h", long_options, NULL)) != -1) {
+    int input = locality_parse_input_option(argv[0], c, optarg, &o->input);
+    if (input < 0) return 2;
+    if (input > 0) continue;
     switch (c) {
-    case 'w':
-      if (parse_grid(argv[0], optarg, "--widths", values, MS_SURFACE_MAX_WIDTHS, &count) < 0)
-        return 2;
-      o->input.config.width_count = count;
-      for (int i = 0; i < count; i++)
-        o->input.config.widths[i] = values[i] > UINT32_MAX ? 0 : (uint32_t)values[i];
-      break;
-    case 'd':
-      if (parse_grid(argv[0], optarg, "--depths", values, MS_SURFACE_MAX_DEPTHS, &count) < 0)
-        return 2;
-      o->input.config.depth_count = count;
-      memcpy(o->input.config.depths, values, (size_t)count * sizeof values[0]);
-      break;
     case 'f':
       if (strcmp(optarg, "table") != 0 && strcmp(optarg, "csv") != 0 &&
           strcmp(optarg, "json") != 0) {
@@ -84,21 +62,7 @@ static int parse_options(int argc, char **argv, surface_options *o) {
       o->format = optarg;
       break;
     case 'j': o->format = "json"; break;
-    case 'S':
-      o->input.config.sample_rate = strtod(optarg, &end);
-      if (*end || end == optarg || !(o->input.config.sample_rate > 0.0) ||
-          !(o->input.config.sample_rate < 1.0)) {
-        cli_error(argv[0], "bad --shards '%s' (a rate in (0, 1), e.g. 0.01)", optarg);
-        return 2;
-      }
-      break;
     case 'C': o->shards_check = 1; break;
-    case 's':
-      if (locality_parse_interval(optarg, &o->input.sample_on, &o->input.sample_off) < 0) {
-        cli_error(argv[0], "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", optarg);
-        return 2;
-      }
-      break;
     case 'o': o->output = optarg; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);

@@ -13,16 +13,41 @@ int locality_is_signature(const char *path) {
   return n > 4 && !strcmp(path + n - 4, ".sig");
 }
 
-int locality_parse_interval(const char *text, uint64_t *on, uint64_t *off) {
-  const char *slash = strchr(text, '/');
-  if (!slash || slash == text) return -1;
-  char head[64];
-  size_t n = (size_t)(slash - text);
-  if (n >= sizeof head) return -1;
-  memcpy(head, text, n);
-  head[n] = '\0';
-  if (cli_parse_count(head, on) < 0 || cli_parse_count(slash + 1, off) < 0 || *on == 0) return -1;
-  return 0;
+int locality_parse_input_option(const char *command, int option, const char *value,
+                                locality_input_options *options) {
+  ms_surface_config *config = &options->config;
+  uint64_t values[MS_SURFACE_MAX_DEPTHS];
+  int count;
+  char *end;
+  switch (option) {
+  case 'w':
+    if (ms_surface_parse_grid(value, "--widths", values, MS_SURFACE_MAX_WIDTHS, &count) < 0) break;
+    config->width_count = count;
+    for (int i = 0; i < count; i++)
+      config->widths[i] = values[i] > UINT32_MAX ? 0 : (uint32_t)values[i];
+    return 1;
+  case 'd':
+    if (ms_surface_parse_grid(value, "--depths", values, MS_SURFACE_MAX_DEPTHS, &count) < 0) break;
+    config->depth_count = count;
+    memcpy(config->depths, values, (size_t)count * sizeof values[0]);
+    return 1;
+  case 'S':
+    config->sample_rate = strtod(value, &end);
+    if (*end || end == value || !(config->sample_rate > 0.0) || !(config->sample_rate < 1.0)) {
+      cli_error(command, "bad --shards '%s' (a rate in (0, 1), e.g. 0.01)", value);
+      return -1;
+    }
+    return 1;
+  case 's':
+    if (cli_parse_sample(value, &options->sample_on, &options->sample_off) < 0) {
+      cli_error(command, "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", value);
+      return -1;
+    }
+    return 1;
+  default: return 0;
+  }
+  cli_error(command, "%s", ms_error_message()); /* a bad grid */
+  return -1;
 }
 
 static int surface_of_signature(const char *command, const char *path, ms_surface *out) {

@@ -26,7 +26,10 @@ int locality_surface_of(const char *command, const char *path, int program_argc,
                         char **program_argv, const locality_input_options *options, ms_surface *out,
                         ms_surface *exact, int *program_status);
 
-/* Parses --sample ON/OFF ("1M/9M"); returns 0 or -1. */
-int locality_parse_interval(const char *text, uint64_t *on, uint64_t *off);
+/* The options every locality command shares, by their getopt letters: 'w' --widths, 'd'
+ * --depths, 'S' --shards, 's' --sample ON/OFF. Returns 1 when `option` is one of them and
+ * its value is stored, 0 when it is not one of them, -1 (message printed) on a bad value. */
+int locality_parse_input_option(const char *command, int option, const char *value,
+                                locality_input_options *options);
 
 #endif
