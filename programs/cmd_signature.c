@@ -57,16 +57,7 @@ static int parse_power_of_two(const char *command, const char *name, const char 
 }
 
 static int parse_sample(const char *command, const char *text, signature_options *options) {
-  const char *slash = strchr(text, '/');
-  char on[64];
-  if (!slash || (size_t)(slash - text) >= sizeof on) goto bad;
-  memcpy(on, text, (size_t)(slash - text));
-  on[slash - text] = '\0';
-  if (cli_parse_count(on, &options->sample_on) < 0 ||
-      cli_parse_count(slash + 1, &options->sample_off) < 0 || options->sample_on == 0)
-    goto bad;
-  return 0;
-bad:
+  if (cli_parse_sample(text, &options->sample_on, &options->sample_off) == 0) return 0;
   cli_error(command, "bad --sample '%s' (ON/OFF counts such as 1M/9M, ON > 0)", text);
   return -1;
 }
