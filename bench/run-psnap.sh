@@ -27,14 +27,7 @@ cases=(
   "transpose transpose 300 1500"
 )
 
-seconds() { # seconds COMMAND...: wall time of one run, output discarded
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+source "$(dirname "$0")/common.sh"
 accesses_of() { sed -n 's/^accesses \([0-9]*\)$/\1/p' "$1" | head -1; }
 
 echo "== PSnAP 1. profile size (default profile: the executable's accesses; raw = 8 bytes per address) =="

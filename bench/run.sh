@@ -29,15 +29,8 @@ cases=(
 )
 regular="stream_add matmul stencil2d"
 
-seconds() { # seconds COMMAND...: wall time of one run, output discarded
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
-}
+source "$(dirname "$0")/common.sh"
 json_count() { sed -n 's/.*"accesses": *\([0-9]*\).*/\1/p' | head -1; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 name_of() { echo "${1%% *}"; }
 small_args() { local a=${1#* }; echo "${a%%|*}"; }
 medium_args() { local a=${1#*|}; echo "${a%%|*}"; }
