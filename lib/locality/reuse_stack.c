@@ -16,8 +16,27 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "memsnap/error.h"
+
+/* Zeroed memory; blocks of 2 MB and more are aligned and asked for as huge pages (every
+ * reference reads one random slot and, when the stack is full, removes another: with 4 KB
+ * pages each is also a TLB miss). Exact surface, CPU time, interleaved runs on a loaded
+ * machine: random_gather (8.2M accesses) 4.42 / 4.63 s -> 4.15 / 4.33 s, matmul 150
+ * 2.19 / 2.31 s -> 1.92 / 2.12 s (one run of three the other way). */
+static void *huge_calloc(size_t count, size_t size) {
+  size_t bytes = count * size;
+  if (bytes < (2u << 20)) return calloc(count, size);
+  bytes = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+  void *p = NULL;
+  if (posix_memalign(&p, 2u << 20, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  memset(p, 0, bytes);
+  return p;
+}
 
 int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) {
   memset(stack, 0, sizeof *stack);
@@ -33,7 +52,7 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
   stack->bits = calloc(stack->word_count, sizeof *stack->bits);
   stack->fenwick = calloc((size_t)stack->word_count + 1, sizeof *stack->fenwick);
-  stack->time_block = malloc((size_t)stack->window * sizeof *stack->time_block);
+  stack->time_block = huge_calloc(stack->window, sizeof *stack->time_block);
   stack->slots = calloc(slots, sizeof *stack->slots);
   if (!stack->thresholds || !stack->bits || !stack->fenwick || !stack->time_block ||
       !stack->slots) {
@@ -88,7 +107,7 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
 static int grow(reuse_stack *stack) {
   reuse_slot *old = stack->slots;
   uint32_t old_count = stack->slot_mask + 1;
-  reuse_slot *slots = calloc((size_t)old_count * 2, sizeof *slots);
+  reuse_slot *slots = huge_calloc((size_t)old_count * 2, sizeof *slots);
   if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory for %u blocks", stack->live);
   stack->slots = slots;
   stack->slot_mask = old_count * 2 - 1;
