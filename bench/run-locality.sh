@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Locality module figures, each a ratio measured in this one run (bench/bench_surface.c):
+# Locality module figures (CPU times), each a ratio measured in this one run (bench/bench_surface.c):
 #   - the full 8-width x 17-depth cache surface against one pass of `memsnap sim` with a
 #     single 32768/64/8 LRU level over the same in-memory trace (target <= 8x);
 #   - the SHARDS-sampled surface at rate 0.01 against the exact one (target >= 20x faster,

@@ -203,9 +203,7 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
  * the stream is set apart so that the loop tests no flag (SHARDS on gather, 12M accesses:
  * 1.85 s / 1.38 s -> 1.59 s / 1.11 s, interleaved runs). */
 static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
-  const int exact = b->sample_limit >= (1u << 24);
   const int shift = b->width_shift[i];
-  const uint64_t salt = b->salt[i], limit = b->sample_limit;
   reuse_stack *stack = &b->stacks[i];
   uint64_t *refs = b->zone_refs[i];
   uint64_t last_line = b->last_line[i], repeats = b->repeats[i], lines = 0;
@@ -222,19 +220,16 @@ static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
     if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
     uint64_t line = first >> shift, end = last >> shift;
     lines += end - line + 1;
-    if (exact && n + PREFETCH_DISTANCE < batch->count)
+    if (n + PREFETCH_DISTANCE < batch->count)
       reuse_stack_prefetch(stack, accesses[n + PREFETCH_DISTANCE].address >> shift);
     for (;; line++) {
       if (line == last_line) {
         repeats++;
       } else {
         last_line = line;
-        /* SHARDS: Fibonacci hashing of the line plus a per-width salt, top 24 bits */
-        if (exact || (((line + salt) * 0x9E3779B97F4A7C15ull) >> 40) < limit) {
-          int zone = reuse_stack_reference(stack, line);
-          if (zone < 0) return zone;
-          refs[zone]++;
-        }
+        int zone = reuse_stack_reference(stack, line);
+        if (zone < 0) return zone;
+        refs[zone]++;
       }
       if (line == end) break;
     }
@@ -245,9 +240,62 @@ static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
   return MS_OK;
 }
 
+/* SHARDS: Fibonacci hashing of the line plus a per-width salt, top 24 bits. */
+static inline int sampled(uint64_t line, uint64_t salt, uint64_t limit) {
+  return (((line + salt) * 0x9E3779B97F4A7C15ull) >> 40) < limit;
+}
+
+/* The sampled pass of one width: the lines of an access are consecutive, so only its
+ * first line can repeat the previous line (counted without a branch), and every line is
+ * hashed and compared to the threshold before any table is touched (a rarely taken
+ * branch at low rates). Measured against the loop shared with the exact pass (matmul
+ * 150, 6.9M accesses, SHARDS 0.01, best of 3, two interleaved runs on a loaded machine):
+ * 0.39 s / 0.29 s -> 0.21 s / 0.21 s, output unchanged. */
+static int add_width_sampled(ms_surface_builder *b, int i, const ms_batch *batch) {
+  const int shift = b->width_shift[i];
+  const uint64_t salt = b->salt[i], limit = b->sample_limit;
+  reuse_stack *stack = &b->stacks[i];
+  uint64_t *refs = b->zone_refs[i];
+  uint64_t last_line = b->last_line[i], repeats = b->repeats[i], lines = 0;
+  const ms_access *accesses = batch->accesses;
+  const size_t count = batch->count;
+  if (!b->has_last_line[i] && count > 0) {
+    last_line = ~(accesses[0].address >> shift);
+    b->has_last_line[i] = 1;
+  }
+  for (size_t n = 0; n < count; n++) {
+    uint64_t first = accesses[n].address;
+    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
+    if (__builtin_expect(last < first, 0)) last = UINT64_MAX;
+    uint64_t line = first >> shift, end = last >> shift;
+    uint64_t repeat = line == last_line;
+    lines += end - line + 1;
+    repeats += repeat;
+    last_line = end;
+    if (__builtin_expect(sampled(line, salt, limit), 0) && !repeat) {
+      int zone = reuse_stack_reference(stack, line);
+      if (zone < 0) return zone;
+      refs[zone]++;
+    }
+    while (__builtin_expect(line != end, 0)) {
+      line++;
+      if (__builtin_expect(sampled(line, salt, limit), 0)) {
+        int zone = reuse_stack_reference(stack, line);
+        if (zone < 0) return zone;
+        refs[zone]++;
+      }
+    }
+  }
+  b->last_line[i] = last_line;
+  b->repeats[i] = repeats;
+  b->lines[i] += lines;
+  return MS_OK;
+}
+
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   for (int i = 0; i < b->config.width_count; i++) {
-    int rc = add_width(b, i, batch);
+    int rc =
+        b->sample_limit >= (1u << 24) ? add_width(b, i, batch) : add_width_sampled(b, i, batch);
     if (rc < 0) return rc;
   }
   b->accesses += batch->count;
