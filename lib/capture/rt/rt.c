@@ -86,11 +86,11 @@ typedef struct thread_site {
 
 typedef struct rt_thread {
   record *records;
-  uint32_t count; /* written by the owner only; read by a finalizing thread */
-  uint32_t limit; /* the hot path records while count < limit */
-  uint64_t skip;  /* sampling: accesses still to skip (the hot path handles > 1) */
+  record *pos;   /* the next free record: written by the owner only; read by a finalizing thread */
+  record *end;   /* the hot path records while pos < end */
+  uint64_t skip; /* sampling: accesses still to skip (the hot path handles > 1) */
   uint64_t on_left;
-  uint32_t limit_base; /* count when limit was last set */
+  uint32_t limit_base; /* count when end was last set */
   uint32_t flushed;    /* records [0, flushed) already sent by a finalizing thread */
   uint32_t id;
   int live;
@@ -103,6 +103,15 @@ typedef struct unit {
 } unit;
 
 static __thread rt_thread *self __attribute__((tls_model("initial-exec")));
+/* The records buffered: the cursor is a pointer so that the hot path compares and bumps
+ * it without scaling an index (measured in record_access's comment). */
+static inline uint32_t count_of(rt_thread *t) {
+  return (uint32_t)(__atomic_load_n(&t->pos, __ATOMIC_ACQUIRE) - t->records);
+}
+static inline void set_count(rt_thread *t, uint32_t n) {
+  __atomic_store_n(&t->pos, t->records + n, __ATOMIC_RELEASE);
+}
+
 static __thread int lock_held __attribute__((tls_model("initial-exec"))); /* this thread's */
 
 static int state;       /* STATE_* */
@@ -434,9 +443,9 @@ static void convert(rt_thread *t, uint32_t count, int in_signal) {
 /* The owner flushes its whole buffer. */
 static void flush_own(rt_thread *t) {
   lock();
-  if (state == STATE_ACTIVE && !channel_broken) convert(t, t->count, 0);
+  if (state == STATE_ACTIVE && !channel_broken) convert(t, count_of(t), 0);
   t->flushed = 0;
-  __atomic_store_n(&t->count, 0, __ATOMIC_RELEASE);
+  set_count(t, 0);
   unlock();
 }
 
@@ -445,7 +454,7 @@ static void flush_own(rt_thread *t) {
 static void flush_all(int in_signal) {
   for (rt_thread *t = threads; t; t = t->next) {
     if (!t->live) continue;
-    uint32_t count = __atomic_load_n(&t->count, __ATOMIC_ACQUIRE);
+    uint32_t count = count_of(t);
     convert(t, count, in_signal);
     t->flushed = count;
   }
@@ -456,10 +465,11 @@ static void flush_all(int in_signal) {
 /*------------------------------------------------------------*/
 
 static void set_limit(rt_thread *t) {
+  uint32_t count = count_of(t);
   uint64_t room = THREAD_RECORDS;
-  if (sample_on && t->on_left < room - t->count) room = t->count + t->on_left;
-  t->limit = (uint32_t)room;
-  t->limit_base = t->count;
+  if (sample_on && t->on_left < room - count) room = count + t->on_left;
+  t->end = t->records + room;
+  t->limit_base = count;
 }
 
 /* Flushes, then gives the buffer to the next thread that starts. */
@@ -493,7 +503,8 @@ static rt_thread *thread_new(void) {
     }
     t->records = records;
   }
-  t->count = t->flushed = 0;
+  set_count(t, 0);
+  t->flushed = 0;
   t->skip = 0;
   t->on_left = sample_on;
   t->id = thread_ids++;
@@ -547,24 +558,24 @@ static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
 __attribute__((noinline)) static void slow_path(uint64_t address, uint64_t pc, uint64_t low) {
   if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
   if (state != STATE_ACTIVE) {
-    if (self) __atomic_store_n(&self->count, 0, __ATOMIC_RELEASE);
+    if (self) set_count(self, 0);
     return;
   }
   rt_thread *t = self;
   if (!t) {
     t = self = thread_new();
     if (!t) return;
-  } else if (t->count < t->limit) {
+  } else if (t->pos < t->end) {
     /* here for a site that the thread's cache does not hold */
   } else if (t->skip > 0) {
     skip_one(t);
     return;
   } else {
-    if (sample_on) t->on_left -= t->count - t->limit_base;
-    if (t->count >= THREAD_RECORDS) flush_own(t);
+    if (sample_on) t->on_left -= count_of(t) - t->limit_base;
+    if (count_of(t) >= THREAD_RECORDS) flush_own(t);
     if (sample_on && t->on_left == 0) {
       t->skip = sample_off;
-      t->limit = 0;
+      t->end = t->records;
       skip_one(t);
       return;
     }
@@ -572,24 +583,27 @@ __attribute__((noinline)) static void slow_path(uint64_t address, uint64_t pc, u
   }
   uint64_t bits;
   if (!thread_site_of(t, pc, &bits)) return;
-  uint32_t n = t->count;
-  t->records[n] = (record){address, bits | low};
-  __atomic_store_n(&t->count, n + 1, __ATOMIC_RELEASE);
+  record *p = t->pos;
+  *p = (record){address, bits | low};
+  __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
 }
 
 /* The hot path, inlined into every callback: a buffer append in the channel's layout, with
- * the site from the thread's own cache. */
+ * the site from the thread's own cache. The cursor is a pointer compared with `end` (an
+ * index scaled and added to the base took a load and two instructions more): program-side
+ * CPU, best of 7 interleaved, matmul 320 0.359 -> 0.336 s and 0.344 -> 0.321 s, stream_add
+ * 8M 0.253 -> 0.217 s and 0.283 -> 0.251 s. */
 static inline __attribute__((always_inline)) void record_access(uint64_t address, uint64_t pc,
                                                                 uint64_t low) {
   rt_thread *t = self;
   if (LIKELY(t != NULL)) {
-    uint32_t n = t->count;
-    if (LIKELY(n < t->limit)) {
+    record *p = t->pos;
+    if (LIKELY(p < t->end)) {
       const thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
       if (LIKELY(e->pc == pc)) {
-        t->records[n].address = address;
-        t->records[n].meta = e->bits | low;
-        __atomic_store_n(&t->count, n + 1, __ATOMIC_RELEASE);
+        p->address = address;
+        p->meta = e->bits | low;
+        __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
         return;
       }
     } else if (t->skip > 1) {
@@ -925,7 +939,8 @@ static void after_fork_child(void) {
   thread_ids = 0;
   if (me) {
     me->id = thread_ids++;
-    me->count = me->flushed = 0;
+    set_count(me, 0);
+    me->flushed = 0;
     me->live = 1;
     me->next = NULL;
     memset(me->sites, 0, sizeof me->sites); /* site ids start afresh */
