@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <emmintrin.h>
 
 #include "../protocol.h"
 
@@ -432,7 +433,13 @@ static void convert(rt_thread *t, uint32_t count, int in_signal) {
   size_t left = count - t->flushed;
   while (left > 0) {
     size_t room = (size_t)(slot_end - slot_pos), n = left < room ? left : room;
-    memcpy(slot_pos, from, n * sizeof(unit));
+    /* Non-temporal stores: the slot's lines are not pulled into this core's cache only to be
+     * read by memsnap on another core. Against memcpy, interleaved best of 5: program CPU
+     * matmul 320 0.261 -> 0.240 s, stream_add 8M 0.239 -> 0.218 s; program + memsnap CPU
+     * matmul 0.569 -> 0.532 s, stream_add 0.375 -> 0.336 s (the reader does not lose). */
+    for (size_t i = 0; i < n; i++)
+      _mm_stream_si128((__m128i *)(slot_pos + i), _mm_load_si128((const __m128i *)(from + i)));
+    _mm_sfence();
     from += n;
     left -= n;
     slot_pos += n;
