@@ -49,12 +49,7 @@ static int parse_options(int argc, char **argv, compare_options *o) {
     if (input > 0) continue;
     switch (c) {
     case 'f':
-      if (strcmp(optarg, "table") != 0 && strcmp(optarg, "csv") != 0 &&
-          strcmp(optarg, "json") != 0) {
-        cli_error(argv[0], "unknown --format '%s' (table, csv or json)", optarg);
-        return 2;
-      }
-      o->format = optarg;
+      if (locality_parse_format(argv[0], optarg, &o->format) < 0) return 2;
       break;
     case 'o': o->output = optarg; break;
     case 'h': usage(stdout); return 0;

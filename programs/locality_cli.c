@@ -13,6 +13,15 @@ int locality_is_signature(const char *path) {
   return n > 4 && !strcmp(path + n - 4, ".sig");
 }
 
+int locality_parse_format(const char *command, const char *value, const char **format) {
+  if (strcmp(value, "table") != 0 && strcmp(value, "csv") != 0 && strcmp(value, "json") != 0) {
+    cli_error(command, "unknown --format '%s' (table, csv or json)", value);
+    return -1;
+  }
+  *format = value;
+  return 0;
+}
+
 int locality_parse_input_option(const char *command, int option, const char *value,
                                 locality_input_options *options) {
   ms_surface_config *config = &options->config;

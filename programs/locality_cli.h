@@ -26,6 +26,9 @@ int locality_surface_of(const char *command, const char *path, int program_argc,
                         char **program_argv, const locality_input_options *options, ms_surface *out,
                         ms_surface *exact, int *program_status);
 
+/* Parses --format: table, csv or json. Returns 0, or -1 (message printed). */
+int locality_parse_format(const char *command, const char *value, const char **format);
+
 /* The options every locality command shares, by their getopt letters: 'w' --widths, 'd'
  * --depths, 'S' --shards, 's' --sample ON/OFF. Returns 1 when `option` is one of them and
  * its value is stored, 0 when it is not one of them, -1 (message printed) on a bad value. */
