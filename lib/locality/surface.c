@@ -1,5 +1,6 @@
-/* Cache surface builder: one LRU stack with depth markers per width (reuse_stack.c), fed
- * every line each access spans (memsnap's cache accounting, see surface.h).
+/* Cache surface builder: per width, reuse distances binned by the depths (reuse_stack.c:
+ * time marks counted by a Fenwick tree, not a list with depth markers), fed every line
+ * each access spans (memsnap's cache accounting, see surface.h).
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
