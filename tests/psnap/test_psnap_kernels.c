@@ -140,7 +140,7 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
         test_memsnap_in(dir, "profile -q -f %s -o lossy.psnap %s", irregular[k].function, trace),
         0);
     char *text = test_read_in(dir, "lossy.psnap");
-    assert_non_null(strstr(text, "  stored lossy\n"));
+    assert_non_null(strstr(text, " lossy range 0x"));
     free(text);
     assert_int_equal(test_memsnap_in(dir, "verify lossy.psnap %s", trace), 0);
     double l1 = value_after("L1 mean "), l2 = value_after("L2 mean ");
@@ -227,9 +227,9 @@ static void live_profile_equals_profile_of_the_trace(void **state) {
   /* the same accesses: identical but for the stack and heap addresses of the run, which
    * may differ between two runs under Valgrind; so compare the replays' site patterns */
   assert_int_equal(
-      test_run("cd '%s' && grep -E '^  (pattern|count|class|stored|order)' live.psnap > a"
-               " && grep -E '^  (pattern|count|class|stored|order)' from-trace.psnap > b"
-               " && cmp -s a b",
+      test_run("cd '%s' && grep -E '^(s[0-9]|thread )' live.psnap | sed -E 's/ @0x[0-9a-f]+//' > a"
+               " && grep -E '^(s[0-9]|thread )' from-trace.psnap | sed -E 's/ @0x[0-9a-f]+//' > b"
+               " && test -s a && cmp -s a b",
                dir),
       0);
   /* and every command that reads accesses reads profiles */
