@@ -249,7 +249,7 @@ static char *replace(const char *text, const char *from, const char *to) {
   return out;
 }
 
-/* A one-thread stream: 3 sites, (s0 s1 s2)^1000 with strides +8, +8, +16. */
+/* A one-thread stream: 3 sites, (s0..s2)^1000 with strides +8, +8, +16. */
 static char *small_profile(void) {
   stream s = {calloc(3000, sizeof(ms_access)), 0};
   for (int i = 0; i < 1000; i++) {
@@ -267,7 +267,7 @@ static char *small_profile(void) {
 static void edited_profiles_replay_the_edit(void **state) {
   (void)state;
   char *text = small_profile();
-  assert_non_null(strstr(text, "\nthread 0 accesses 3000 order (s0 s1 s2)^1000\n"));
+  assert_non_null(strstr(text, "\nthread 0 accesses 3000 order (s0..s2)^1000\n"));
   assert_non_null(
       strstr(text, "\ns2 store 8 x1000 @0x20000 +16^999 at app.c:12 pc=0x400008 in gather\n"));
   /* a stride: the store now walks backwards by 32 */
@@ -278,8 +278,8 @@ static void edited_profiles_replay_the_edit(void **state) {
     assert_int_equal(r.accesses[3 * i + 2].address, 0x20000 - (uint64_t)i * 32);
   free(r.accesses), free(edited);
   /* a repeat count: 400 iterations instead of 1000 (counts edited to match) */
-  char *a = replace(text, "accesses 3000 order (s0 s1 s2)^1000\n",
-                    "accesses 1200 order (s0 s1 s2)^400\n");
+  char *a =
+      replace(text, "accesses 3000 order (s0..s2)^1000\n", "accesses 1200 order (s0..s2)^400\n");
   char *b = replace(a, "accesses 3000\n", "accesses 1200\n");
   char *c = strdup(b);
   char *d = replace(c, " x1000 ", " x400 ");
@@ -291,7 +291,7 @@ static void edited_profiles_replay_the_edit(void **state) {
     assert_int_equal(r.accesses[3 * i + 1].address, 0x9000 + (uint64_t)i * 8);
   free(r.accesses);
   /* more iterations than recorded: patterns are read cyclically */
-  char *g = replace(text, "(s0 s1 s2)^1000\n", "(s0 s1 s2)^1000 s0^5\n");
+  char *g = replace(text, "(s0..s2)^1000\n", "(s0..s2)^1000 s0^5\n");
   char *h = replace(g, "accesses 3000\n", "accesses 3005\n");
   char *i2 = replace(h, "accesses 3000 ", "accesses 3005 ");
   char *j = replace(i2, " x1000 ", " x1005 ");
@@ -319,22 +319,22 @@ static void malformed_profiles_are_rejected(void **state) {
     order_line += *p == '\n';
   int paren = (int)(strchr(order_at, '(') - order_at) + 1; /* its column */
   char where[64];
-  char *bad = replace(text, " order (s0 s1 s2)^1000\n", " order (s0 s1 s2^1000\n");
+  char *bad = replace(text, " order (s0..s2)^1000\n", " order (s0 s1 s2^1000\n");
   snprintf(where, sizeof where, "t.psnap:%d:%d: unbalanced '('", order_line, paren);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, " order (s0 s1 s2)^1000\n", " order (s0 s1 s9)^1000\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0 s1 s9)^1000\n");
   snprintf(where, sizeof where, "t.psnap:%d: site s9 is not in the profile", order_line);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, " order (s0 s1 s2)^1000\n", " order (s0 s1 s2)^100000000000000000000\n");
-  snprintf(where, sizeof where, "t.psnap:%d:%d: number overflows", order_line, paren + 11);
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0..s2)^100000000000000000000\n");
+  snprintf(where, sizeof where, "t.psnap:%d:%d: number overflows", order_line, paren + 9);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, " order (s0 s1 s2)^1000\n", " order ((s0 s1 s2)^4294967296)^4294967296\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order ((s0..s2)^4294967296)^4294967296\n");
   expect_rejected(bad, "2^64");
   free(bad);
-  bad = replace(text, " order (s0 s1 s2)^1000\n", " order (s0 s1 s2)^999\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0..s2)^999\n");
   expect_rejected(bad, "uses site s0 999 times, its count is 1000");
   free(bad);
   bad = replace(text, " +16^999 ", " +16^999) ");
@@ -392,7 +392,7 @@ static const char small_profile_v1[] =
     "\nsite 2\n  function gather\n  line app.c:12\n  pc 0x400008\n  thread 0\n  kind store\n"
     "  size 8\n  count 1000\n  first 0x20000\n  class constant\n  stored exact\n"
     "  pattern +16^999\n"
-    "\nthread 0\n  accesses 3000\n  order (s0 s1 s2)^1000\n";
+    "\nthread 0\n  accesses 3000\n  order (s0..s2)^1000\n";
 
 static void version_1_is_still_read(void **state) {
   (void)state;
