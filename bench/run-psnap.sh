@@ -34,6 +34,7 @@ source "$(dirname "$0")/common.sh"
 accesses_of() { sed -n 's/^accesses \([0-9]*\)$/\1/p' "$1" | head -1; }
 
 echo "== PSnAP 1. profile size (default profile: the executable's accesses; raw = 8 bytes per address) =="
+echo "   raw = the whole run's stream, run-acc x 8 bytes; mtr = the .mtr of the same run"
 echo "   text = .psnap as written; zst = the same text through zstd -19 (.psnap.zst, as in the paper's Table V)"
 printf "%-11s %8s %10s %9s %7s %6s %7s %12s %12s %10s %10s\n" kernel size run-acc exe-acc text-B zst-B mtr-B \
   raw/text raw/zst mtr/text mtr/zst
