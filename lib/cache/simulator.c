@@ -120,7 +120,10 @@ static cache_level *level_new(const ms_cache_level_config *config,
   level->random_state = hierarchy->seed + (uint64_t)depth * RANDOM_SEED_STEP;
   if (level->random_state == 0) level->random_state = RANDOM_SEED_STEP;
   size_t ways = (size_t)level->set_count * level->associativity;
-  level->ways = malloc(ways * sizeof *level->ways);
+  /* Sets start on a host cache line (64 bytes): an 8-way set is then one line, a 16-way set
+   * two, where malloc's 16-byte alignment made most of them straddle one line more. */
+  size_t way_bytes = (ways * sizeof *level->ways + 63) & ~(size_t)63;
+  level->ways = aligned_alloc(64, way_bytes);
   if (level->policy != MS_CACHE_LRU && level->policy != MS_CACHE_RANDOM)
     level->policy_state = calloc((size_t)level->set_count, sizeof *level->policy_state);
   if (!level->ways ||
