@@ -475,6 +475,38 @@ static void test_lru_oracle(void **state) {
   free(accesses);
 }
 
+/* A parent whose lines are 4096 times the child's: each L1 miss is 4096 L2 accesses, more
+ * than the per-chunk packed counters of lib/cache/level_run.h hold for a chunk of 256 inputs,
+ * so the counts must be unpacked per input. The oracle expands each miss line by line. */
+static void test_large_parent_lines(void **state) {
+  (void)state;
+  size_t count = 3000;
+  ms_access *accesses = random_stream(count, 5);
+  for (size_t i = 0; i < count; i++)
+    accesses[i].kind = MS_LOAD;
+  ms_hierarchy *h = make("65536/16384/4,1048576/4/4", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
+                         MS_CACHE_MODEL_MEMSNAP, 1);
+  run(h, accesses, count);
+  oracle l1, l2;
+  oracle_init(&l1, 65536, 16384, 4);
+  oracle_init(&l2, 1048576, 4, 4);
+  for (size_t i = 0; i < count; i++) {
+    uint64_t line = accesses[i].address / 16384;
+    if (oracle_access(&l1, line, 0))
+      for (uint64_t small = line * 4096; small < (line + 1) * 4096; small++)
+        oracle_access(&l2, small, 0);
+  }
+  assert_true(l1.misses > 300);
+  expect(h, 0, l1.accesses, l1.misses);
+  expect(h, 1, l2.accesses, l2.misses);
+  free(l1.lines);
+  free(l1.filled);
+  free(l2.lines);
+  free(l2.filled);
+  ms_hierarchy_free(h);
+  free(accesses);
+}
+
 /* ---- one pass over many hierarchies ---- */
 
 static void assert_same_stats(const ms_hierarchy *a, const ms_hierarchy *b, int levels) {
@@ -654,6 +686,7 @@ int main(void) {
       cmocka_unit_test(test_catalog),
       cmocka_unit_test(test_spec_parsing),
       cmocka_unit_test(test_lru_oracle),
+      cmocka_unit_test(test_large_parent_lines),
       cmocka_unit_test(test_one_pass_equals_separate),
       cmocka_unit_test(test_simd_equals_baseline),
       cmocka_unit_test(test_reports),
