@@ -643,6 +643,63 @@ int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses
   return rc;
 }
 
+/* ---- the gaps of interval sampling ---- */
+
+/* Updates the tree of `record` for a reference to `word` without counting anything. */
+static inline void tree_mark(ms_signature_model *model, uint64_t *record, uint32_t word) {
+  uint64_t *visited = record + RECORD_TREE;
+  uint64_t *choice = visited + model->tree_words;
+  record[RECORD_TIME] = (record[RECORD_TIME] & UINT32_MAX) | (uint64_t)(word + 1) << 32;
+  if (model->paths) {
+    const uint64_t *path = model->paths[word];
+    for (size_t k = 0; k < model->tree_words; k++) {
+      visited[k] |= path[k];
+      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
+    }
+    return;
+  }
+  int levels = model->levels;
+  for (int depth = 0; depth < levels; depth++) {
+    uint32_t node = (1u << depth) | (word >> (levels - depth));
+    uint64_t half = (word >> (levels - depth - 1)) & 1;
+    uint64_t bit = 1ull << (node & 63);
+    visited[node >> 6] |= bit;
+    choice[node >> 6] = (choice[node >> 6] & ~bit) | (half << (node & 63));
+  }
+}
+
+int ms_signature_model_track(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  unsigned line_shift = model->line_shift, word_shift = model->word_shift;
+  uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
+  uint64_t previous = UINT64_MAX; /* line of the record at hand */
+  uint64_t *record = NULL;
+  for (size_t i = 0; i < count; i++) {
+    const ms_access *access = &accesses[i];
+    if (i + PREFETCH_AHEAD < count) {
+      uint64_t key = (accesses[i + PREFETCH_AHEAD].address >> line_shift) + 1;
+      __builtin_prefetch(model->table + (hash_line(key) & model->table_mask) * model->record_words);
+    }
+    uint64_t first = access->address >> line_shift;
+    uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
+    uint64_t last = (end < access->address ? UINT64_MAX : end) >> line_shift;
+    uint32_t word = (uint32_t)((access->address & line_mask) >> word_shift);
+    for (uint64_t line = first;; line++) {
+      if (line != previous || !record) {
+        uint32_t state;
+        int cold;
+        int rc = find_line(model, line, &state, &cold);
+        if (rc < 0) return rc;
+        record = record_of(model, state);
+        previous = line;
+      }
+      tree_mark(model, record, word);
+      if (line == last) break;
+      word = 0;
+    }
+  }
+  return MS_OK;
+}
+
 /* ---- result ---- */
 
 static void counts_to_bin(const sig_counts *counts, int levels, double weight,
@@ -792,6 +849,52 @@ static int new_sink(ms_signature_model *model, int warm, ms_sink **out) {
   if (!sink) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature sink");
   sink->base.ops = &signature_ops;
   sink->model = model;
+  sink->warm = warm;
+  *out = &sink->base;
+  return MS_OK;
+}
+
+/* The skipped accesses of interval sampling, `gap` per period: the first gap - warm of each
+ * are tracked (trees only), the last `warm` warm the whole state. */
+typedef struct gap_sink {
+  ms_sink base;
+  ms_signature_model *model;
+  uint64_t gap, warm, position;
+} gap_sink;
+
+static int gap_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
+  gap_sink *s = (gap_sink *)sink;
+  (void)info;
+  size_t done = 0;
+  while (done < batch->count) {
+    size_t left = batch->count - done;
+    uint64_t track_end = s->gap - s->warm;
+    int warm = s->position >= track_end;
+    uint64_t run = (warm ? s->gap : track_end) - s->position;
+    size_t take = run < left ? (size_t)run : left;
+    int rc = warm ? ms_signature_model_warm(s->model, batch->accesses + done, take)
+                  : ms_signature_model_track(s->model, batch->accesses + done, take);
+    if (rc < 0) return rc;
+    done += take;
+    s->position += take;
+    if (s->position == s->gap) s->position = 0;
+  }
+  return MS_OK;
+}
+
+static const ms_sink_ops gap_ops = {NULL, gap_consume, NULL, signature_destroy};
+
+int ms_signature_gap_sink_new(ms_signature_model *model, uint64_t gap, uint64_t warm,
+                              ms_sink **out) {
+  *out = NULL;
+  if (gap == 0 || warm > gap)
+    return ms_error_set(MS_ERR_ARG, "signature: a warm-up of %llu in gaps of %llu accesses",
+                        (unsigned long long)warm, (unsigned long long)gap);
+  gap_sink *sink = calloc(1, sizeof *sink);
+  if (!sink) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature sink");
+  sink->base.ops = &gap_ops;
+  sink->model = model;
+  sink->gap = gap;
   sink->warm = warm;
   *out = &sink->base;
   return MS_OK;
