@@ -110,6 +110,7 @@ struct ms_signature_model {
   uint32_t *scratch;   /* KEEP_LINES records, for rebuild_times */
   uint64_t added;      /* accesses sent through the model (counted) */
   uint64_t given;      /* accesses given to ms_signature_model_add, capped ones included */
+  uint64_t slow_refs, last_count; /* the last batch: accesses outside the window, all */
 };
 
 void ms_signature_config_default(ms_signature_config *config) {
@@ -175,6 +176,7 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
       return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
     }
   }
+  memset(model->window_line, 0xff, sizeof model->window_line); /* UINT64_MAX: no line */
   model->table_mask = 4095;
   model->table = table_new(model->table_mask + 1, model->record_words);
   model->time_bits = calloc(TIME_WORDS, sizeof *model->time_bits);
@@ -215,6 +217,7 @@ void ms_signature_model_forget(ms_signature_model *model) {
   model->now = 0;
   model->marked = 0;
   model->window_count = 0;
+  memset(model->window_line, 0xff, sizeof model->window_line); /* UINT64_MAX: no line */
 }
 
 static inline uint64_t *record_of(const ms_signature_model *model, uint32_t state) {
@@ -537,6 +540,11 @@ static inline void window_push(ms_signature_model *model, uint64_t line, uint32_
   model->window_count = count + 1;
 }
 
+static inline __attribute__((always_inline)) int reference_outside(ms_signature_model *model,
+                                                                   uint64_t line, uint32_t word,
+                                                                   sig_counts *counts,
+                                                                   const int hist);
+
 /* One reference to `line` at word `word`. */
 static inline int reference(ms_signature_model *model, uint64_t line, uint32_t word,
                             sig_counts *counts, const int hist) {
@@ -561,6 +569,16 @@ static inline int reference(ms_signature_model *model, uint64_t line, uint32_t w
     model->window_state[0] = state;
     return MS_OK;
   }
+  return reference_outside(model, line, word, counts, hist);
+}
+
+/* A reference to a line outside the window: the line table, the time structure, then the
+ * line enters the window. */
+static inline __attribute__((always_inline)) int reference_outside(ms_signature_model *model,
+                                                                   uint64_t line, uint32_t word,
+                                                                   sig_counts *counts,
+                                                                   const int hist) {
+  uint32_t count = model->window_count;
   uint32_t state;
   int cold = 0;
   int rc = find_line(model, line, &state, &cold);
@@ -630,9 +648,159 @@ add_accesses(ms_signature_model *model, const ms_access *accesses, size_t count,
   return MS_OK;
 }
 
+/* ---- the whole-program loop ---- */
+
+/* The fields the whole-program loop reads, copied out of the model: the stores to records
+ * and histograms (uint64_t, which for the compiler may alias the model's fields) made it
+ * reload them at every access. */
+typedef struct hot_fields {
+  const uint64_t (*paths)[4];
+  uint64_t (*yes_hist)[128];
+  uint64_t (*trial_hist)[8];
+  uint64_t *table;
+  unsigned record_shift;
+} hot_fields;
+
+/* walk_tree for the whole-program histograms, on the copied fields; `wide`: 7 levels (the
+ * deepest nodes in the tree's second word). A reference to the word of the line's last
+ * reference only counts in same_word[bin] (folded at the end of the batch). */
+static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h, uint64_t *record,
+                                                            uint32_t word, uint32_t bin,
+                                                            uint64_t *same_word, const int wide) {
+  uint64_t *visited = record + RECORD_TREE;
+  uint64_t *choice = visited + (wide ? 2 : 1);
+  uint64_t time = record[RECORD_TIME];
+  record[RECORD_TIME] = (time & UINT32_MAX) | (uint64_t)(word + 1) << 32;
+  if ((time >> 32) == word + 1u) {
+    same_word[bin]++;
+    return;
+  }
+  const uint64_t *path = h->paths[word];
+  uint64_t visited_lo = visited[0], choice_lo = choice[0];
+  uint64_t seen_lo = visited_lo & path[0];
+  if (seen_lo) { /* as in walk_tree */
+    uint32_t deepest = 63u - (uint32_t)__builtin_clzll(seen_lo);
+    uint32_t mask = segment_bits(seen_lo & ~(choice_lo ^ path[2])), visits;
+    if (wide) {
+      uint64_t seen_hi = visited[1] & path[1];
+      visits = seen_hi ? 7u : 32u - (uint32_t)__builtin_clz(deepest);
+      mask |= (uint32_t)((seen_hi & ~(choice[1] ^ path[3])) != 0) << 6;
+    } else {
+      visits = 32u - (uint32_t)__builtin_clz(deepest);
+    }
+    h->trial_hist[bin][visits]++;
+    h->yes_hist[bin][mask]++;
+  }
+  visited[0] = visited_lo | path[0];
+  choice[0] = (choice_lo & ~path[0]) | path[2];
+  if (wide) {
+    visited[1] |= path[1];
+    choice[1] = (choice[1] & ~path[1]) | path[3];
+  }
+}
+
+/* Outside the window, or an access spanning lines: the general path (not inlined). */
+static __attribute__((noinline)) int reference_slow(ms_signature_model *model,
+                                                    const ms_access *access, sig_counts *counts) {
+  unsigned line_shift = model->line_shift;
+  uint64_t first = access->address >> line_shift;
+  uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
+  uint64_t last = (end < access->address ? UINT64_MAX : end) >> line_shift; /* no wrap */
+  uint32_t word =
+      (uint32_t)((access->address & (((uint64_t)1 << line_shift) - 1)) >> model->word_shift);
+  for (uint64_t line = first;; line++) {
+    int rc = reference(model, line, word, counts, 1);
+    if (rc < 0) return rc;
+    if (line == last) break;
+    word = 0;
+  }
+  return MS_OK;
+}
+
+/* ms_signature_model_add for the whole program with levels <= 7 (`wide`: 7). A reference
+ * to a line of the window costs a scan of 8 lines, a shift, and walk_hist; its position is
+ * counted in a local histogram. `prefetch`: see PREFETCH_AHEAD. */
+static inline __attribute__((always_inline)) int add_hist(ms_signature_model *model,
+                                                          const ms_access *accesses, size_t count,
+                                                          const int wide, const int prefetch) {
+  static const uint8_t window_bin[WINDOW] = {0, 1, 2, 2, 3, 3, 3, 3}; /* reuse_bin(k + 1) */
+  unsigned line_shift = model->line_shift, word_shift = model->word_shift;
+  uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
+  sig_counts *counts = &model->total;
+  hot_fields h = {(const uint64_t(*)[4])model->paths, model->yes_hist, model->trial_hist,
+                  model->table, 0};
+  while (((size_t)1 << h.record_shift) < model->record_words)
+    h.record_shift++;
+  size_t table_mask = model->table_mask;
+  uint64_t hits[WINDOW] = {0}, same_word[4] = {0}, slow = 0;
+  uint64_t *window_line = model->window_line;
+  uint32_t *window_state = model->window_state;
+  int rc = MS_OK;
+  model->given += count;
+  counts->modeled += count;
+  model->added += count;
+  for (size_t i = 0; i < count; i++) {
+    const ms_access *access = &accesses[i];
+    if (prefetch && i + PREFETCH_AHEAD < count) {
+      uint64_t key = (accesses[i + PREFETCH_AHEAD].address >> line_shift) + 1;
+      __builtin_prefetch(h.table + ((hash_line(key) & table_mask) << h.record_shift));
+    }
+    uint64_t address = access->address, line = address >> line_shift;
+    uint64_t offset = address & line_mask;
+    uint32_t k = 0;
+    while (k < WINDOW && window_line[k] != line) /* unused entries hold UINT64_MAX */
+      k++;
+    if (k == WINDOW || (access->size > 1 && offset + access->size - 1 > line_mask)) {
+      slow++;
+      rc = reference_slow(model, access, counts);
+      if (rc < 0) break;
+      h.table = model->table; /* the table may have grown */
+      table_mask = model->table_mask;
+      continue;
+    }
+    uint32_t state = window_state[k];
+    hits[k]++;
+    switch (k) { /* move to front (a loop became a memmove call: 6% on stream_add) */
+    case 7: window_line[7] = window_line[6], window_state[7] = window_state[6]; /* fall through */
+    case 6: window_line[6] = window_line[5], window_state[6] = window_state[5]; /* fall through */
+    case 5: window_line[5] = window_line[4], window_state[5] = window_state[4]; /* fall through */
+    case 4: window_line[4] = window_line[3], window_state[4] = window_state[3]; /* fall through */
+    case 3: window_line[3] = window_line[2], window_state[3] = window_state[2]; /* fall through */
+    case 2: window_line[2] = window_line[1], window_state[2] = window_state[1]; /* fall through */
+    case 1:
+      window_line[1] = window_line[0], window_state[1] = window_state[0];
+      window_line[0] = line, window_state[0] = state;
+      break;
+    default: break;
+    }
+    walk_hist(&h, h.table + ((size_t)state << h.record_shift), (uint32_t)(offset >> word_shift),
+              window_bin[k], same_word, wide);
+  }
+  /* Fold the local counts. */
+  uint32_t full = (1u << model->levels) - 1;
+  for (uint32_t k = 0; k < WINDOW; k++) {
+    counts->references += hits[k];
+    counts->positions[window_bin[k]] += hits[k];
+  }
+  for (uint32_t bin = 0; bin < 4; bin++) {
+    model->trial_hist[bin][model->levels] += same_word[bin];
+    model->yes_hist[bin][full] += same_word[bin];
+  }
+  model->slow_refs += slow;
+  return rc;
+}
+
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
-  if (model->yes_hist && !model->config.per_site && !model->warming)
-    return add_accesses(model, accesses, count, 1);
+  if (model->yes_hist && !model->config.per_site && !model->warming) {
+    /* Prefetch when the last batch went outside the window for more than 1 access in 8. */
+    int prefetch = model->slow_refs * 8 > model->last_count;
+    model->slow_refs = 0;
+    model->last_count = count;
+    if (model->levels == 7)
+      return prefetch ? add_hist(model, accesses, count, 1, 1)
+                      : add_hist(model, accesses, count, 1, 0);
+    return prefetch ? add_hist(model, accesses, count, 0, 1) : add_hist(model, accesses, count, 0, 0);
+  }
   return add_accesses(model, accesses, count, 0);
 }
 
