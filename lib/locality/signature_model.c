@@ -53,6 +53,10 @@
  * stream_add and matmul unchanged within the noise (27/26 -> 23/29, 38/40 -> 40/38). */
 #define PREFETCH_AHEAD 8
 #define WINDOW 8 /* the most recent distinct lines, kept outside the time structure */
+_Static_assert(WINDOW == 8, "the window's shifts are written out for 8 entries");
+/* Words of times this recent (counting the current one) stay out of the Fenwick tree:
+ * marks_after counts them directly and time_unmark only clears their bit. */
+#define TREE_LAG 4
 
 /* A line's record, record_words uint64_t: [0] line + 1 (0: an empty slot), [1] time of its
  * last reference (low 32 bits) and 1 + the word of its last reference (high 32 bits, 0:
@@ -256,25 +260,26 @@ static inline uint32_t popcount64(uint64_t x) {
  * too. Measured with callgrind on matmul 200 (first 3M accesses): the tree's updates fell
  * from 57 to 29 instructions per access. */
 static inline void time_mark(ms_signature_model *model, uint32_t time) { /* time == now */
-  if ((time & 63) == 0)
-    word_fenwick_add(model->word_fenwick, time >> 6,
-                     (int32_t)popcount64(model->time_bits[(time >> 6) - 1]));
+  if ((time & 63) == 0 && time >> 6 >= TREE_LAG) /* word (time >> 6) - TREE_LAG joins */
+    word_fenwick_add(model->word_fenwick, (time >> 6) - TREE_LAG + 1,
+                     (int32_t)popcount64(model->time_bits[(time >> 6) - TREE_LAG]));
   model->time_bits[time >> 6] |= 1ull << (time & 63);
   model->marked++;
 }
 
 static inline void time_unmark(ms_signature_model *model, uint32_t time) {
   model->time_bits[time >> 6] &= ~(1ull << (time & 63));
-  if (time >> 6 < model->now >> 6) word_fenwick_add(model->word_fenwick, (time >> 6) + 1, -1);
+  if ((time >> 6) + TREE_LAG <= model->now >> 6)
+    word_fenwick_add(model->word_fenwick, (time >> 6) + 1, -1);
   model->marked--;
 }
 
-/* Marked times after `time`: the lines referenced since. Within 2 words of the current one
+/* Marked times after `time`: the lines referenced since. Within TREE_LAG words of the current one
  * the words are counted directly (no tree walk). */
 static inline uint32_t marks_after(const ms_signature_model *model, uint32_t time) {
   uint32_t word = time >> 6, bit = time & 63, current = model->now >> 6;
   uint64_t above = bit == 63 ? 0 : model->time_bits[word] >> (bit + 1);
-  if (current - word <= 2) {
+  if (current - word < TREE_LAG) {
     uint32_t marks = popcount64(above);
     for (uint32_t at = word + 1; at <= current; at++)
       marks += popcount64(model->time_bits[at]);
@@ -305,7 +310,8 @@ static void rebuild_times(ms_signature_model *model) {
   }
   /* Linear construction: every node passes its sum to its parent, up to the last word. */
   for (uint32_t at = 1; at <= TIME_WORDS; at++) {
-    if (at - 1 < kept >> 6) model->word_fenwick[at] += popcount64(model->time_bits[at - 1]);
+    if (at - 1 + TREE_LAG <= kept >> 6)
+      model->word_fenwick[at] += popcount64(model->time_bits[at - 1]);
     uint32_t parent = at + (at & (~at + 1));
     if (parent <= TIME_WORDS) model->word_fenwick[parent] += model->word_fenwick[at];
   }
@@ -530,10 +536,17 @@ static inline void window_push(ms_signature_model *model, uint64_t line, uint32_
     time_mark(model, time);
     count = WINDOW - 1;
   }
-  for (uint32_t k = WINDOW - 1; k > 0; k--) {
-    int move = k <= count;
-    model->window_line[k] = move ? model->window_line[k - 1] : model->window_line[k];
-    model->window_state[k] = move ? model->window_state[k - 1] : model->window_state[k];
+  uint64_t *window_line = model->window_line;
+  uint32_t *window_state = model->window_state;
+  switch (count) { /* entries 0..count-1 move down one (unused entries hold UINT64_MAX) */
+  case 7: window_line[7] = window_line[6], window_state[7] = window_state[6]; /* fall through */
+  case 6: window_line[6] = window_line[5], window_state[6] = window_state[5]; /* fall through */
+  case 5: window_line[5] = window_line[4], window_state[5] = window_state[4]; /* fall through */
+  case 4: window_line[4] = window_line[3], window_state[4] = window_state[3]; /* fall through */
+  case 3: window_line[3] = window_line[2], window_state[3] = window_state[2]; /* fall through */
+  case 2: window_line[2] = window_line[1], window_state[2] = window_state[1]; /* fall through */
+  case 1: window_line[1] = window_line[0], window_state[1] = window_state[0]; /* fall through */
+  default: break;
   }
   model->window_line[0] = line;
   model->window_state[0] = state;
@@ -708,6 +721,10 @@ static __attribute__((noinline)) int reference_slow(ms_signature_model *model,
   uint64_t last = (end < access->address ? UINT64_MAX : end) >> line_shift; /* no wrap */
   uint32_t word =
       (uint32_t)((access->address & (((uint64_t)1 << line_shift) - 1)) >> model->word_shift);
+  if (first == last) { /* outside the window (add_hist looked) */
+    counts->references++;
+    return reference_outside(model, first, word, counts, 1);
+  }
   for (uint64_t line = first;; line++) {
     int rc = reference(model, line, word, counts, 1);
     if (rc < 0) return rc;
