@@ -56,7 +56,7 @@
 _Static_assert(WINDOW == 8, "the window's shifts are written out for 8 entries");
 /* Words of times this recent (counting the current one) stay out of the Fenwick tree:
  * marks_after counts them directly and time_unmark only clears their bit. */
-#define TREE_LAG 4
+#define TREE_LAG 8
 
 /* A line's record, record_words uint64_t: [0] line + 1 (0: an empty slot), [1] time of its
  * last reference (low 32 bits) and 1 + the word of its last reference (high 32 bits, 0:
@@ -246,13 +246,19 @@ static inline uint32_t word_fenwick_prefix(const uint32_t *tree, uint32_t at) {
   return sum;
 }
 
-/* Without -mpopcnt the builtin is a libgcc call (4% of the time on matmul 200). */
-static inline uint32_t popcount64(uint64_t x) {
-  x = x - ((x >> 1) & 0x5555555555555555ull);
-  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-  return (uint32_t)((x * 0x0101010101010101ull) >> 56);
-}
+/* Without -mpopcnt the builtin is a libgcc call (4% of the time on matmul 200): the paths
+ * that count marks (reference_slow) are compiled twice, and the clone for CPUs with POPCNT
+ * (chosen at load time, as in reuse_stack.c) makes it one instruction. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#endif
+#endif
+#ifndef POPCNT_CLONES
+#define POPCNT_CLONES
+#endif
+
+static inline uint32_t popcount64(uint64_t x) { return (uint32_t)__builtin_popcountll(x); }
 
 /* The tree holds the words before the current one (now >> 6) only: a word is added once,
  * when the times move past it, so that marking the newest time (every line leaving the
@@ -713,8 +719,8 @@ static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h,
 }
 
 /* Outside the window, or an access spanning lines: the general path (not inlined). */
-static __attribute__((noinline)) int reference_slow(ms_signature_model *model,
-                                                    const ms_access *access, sig_counts *counts) {
+static POPCNT_CLONES __attribute__((noinline)) int
+reference_slow(ms_signature_model *model, const ms_access *access, sig_counts *counts) {
   unsigned line_shift = model->line_shift;
   uint64_t first = access->address >> line_shift;
   uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
@@ -816,7 +822,8 @@ int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
     if (model->levels == 7)
       return prefetch ? add_hist(model, accesses, count, 1, 1)
                       : add_hist(model, accesses, count, 1, 0);
-    return prefetch ? add_hist(model, accesses, count, 0, 1) : add_hist(model, accesses, count, 0, 0);
+    return prefetch ? add_hist(model, accesses, count, 0, 1)
+                    : add_hist(model, accesses, count, 0, 0);
   }
   return add_accesses(model, accesses, count, 0);
 }
