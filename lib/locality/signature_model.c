@@ -251,11 +251,11 @@ static inline uint32_t word_fenwick_prefix(const uint32_t *tree, uint32_t at) {
  * (chosen at load time, as in reuse_stack.c) makes it one instruction. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#define SLOW_PATH __attribute__((target_clones("popcnt", "default"))) /* never inlined */
 #endif
 #endif
-#ifndef POPCNT_CLONES
-#define POPCNT_CLONES
+#ifndef SLOW_PATH
+#define SLOW_PATH __attribute__((noinline))
 #endif
 
 static inline uint32_t popcount64(uint64_t x) { return (uint32_t)__builtin_popcountll(x); }
@@ -719,8 +719,8 @@ static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h,
 }
 
 /* Outside the window, or an access spanning lines: the general path (not inlined). */
-static POPCNT_CLONES __attribute__((noinline)) int
-reference_slow(ms_signature_model *model, const ms_access *access, sig_counts *counts) {
+static SLOW_PATH int reference_slow(ms_signature_model *model, const ms_access *access,
+                                    sig_counts *counts) {
   unsigned line_shift = model->line_shift;
   uint64_t first = access->address >> line_shift;
   uint64_t end = access->address + (access->size ? access->size - 1u : 0u);
