@@ -34,6 +34,26 @@
  * - Per-site binning (section 3.3.2): the state above is shared; only the counts go to
  *   the bin of the access's site. With a cap, a site's accesses past the cap are counted
  *   as executions but not sent to the model.
+ * - Whole-program loop (add_hist): the model's fields it reads are copied into locals (the
+ *   stores to records and histograms, uint64_t like many of the model's fields, made the
+ *   compiler reload them at every access); a window hit is a scan of 8 lines (unused
+ *   entries hold UINT64_MAX, so no count check), a written-out shift and walk_hist, its
+ *   position and same-word walks counted in local histograms folded at the end of the
+ *   batch. Everything else (outside the window, accesses spanning lines) goes through the
+ *   general reference() in one non-inlined function, compiled twice so that mark counting
+ *   uses POPCNT where the CPU has it; the last TREE_LAG = 8 words of times stay out of the
+ *   Fenwick tree (matmul's column walk reuses ~300 times back: 5 words, counted directly).
+ *   Records are prefetched only when the previous batch left the window for more than 1
+ *   access in 8. Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh),
+ *   instructions per access before -> after: stream_add 197 -> 128, matmul 312 -> 257,
+ *   stencil2d 185 -> 127, gather 196 -> 129, linked_list 208 -> 171. Outputs byte-identical
+ *   (the five bench traces, whole program and per site, widths 256/8, 512/4, 4096/4).
+ *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
+ *   instructions) and 16 (no change). Not tried: pext for the walk's mask (slow microcode
+ *   on older AMD EPYC, which the bench machine is).
+ * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
+ *   find the record, set the path's bits and the last word; no stack position, nothing
+ *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
  */
 #include <stdlib.h>
 #include <string.h>

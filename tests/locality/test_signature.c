@@ -382,12 +382,15 @@ static void test_gap_sink(void **state) {
   assert_memory_equal(a->bins[0].trials, b->bins[0].trials, sizeof a->bins[0].trials);
   assert_memory_equal(a->bins[0].hits, b->bins[0].hits, sizeof a->bins[0].hits);
   assert_true(memcmp(a->bins[0].trials, c->bins[0].trials, sizeof a->bins[0].trials) != 0);
-  assert_int_equal(ms_signature_gap_sink_new(piped, 7, 8, &inner), MS_ERR_ARG);
+  ms_sink *bad;
+  assert_int_equal(ms_signature_gap_sink_new(piped, 7, 8, &bad), MS_ERR_ARG);
+  assert_null(bad);
   ms_signature_free(a);
   ms_signature_free(b);
   ms_signature_free(c);
   ms_sink_destroy(sample);
   ms_sink_destroy(gap);
+  ms_sink_destroy(inner);
   ms_signature_model_free(piped);
   ms_signature_model_free(by_hand);
   ms_signature_model_free(dropped);
