@@ -57,6 +57,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "memsnap/error.h"
 #include "memsnap/signature.h"
@@ -152,11 +153,22 @@ static int log2_exact(uint64_t value) {
   return shift;
 }
 
-/* A zeroed table of `slots` records, aligned to cache lines. */
+/* A zeroed table of `slots` records, aligned to cache lines; from 2 MiB on, aligned to
+ * 2 MiB and backed by huge pages where the kernel has them (MADV_HUGEPAGE): a reference
+ * outside the window misses the TLB on its record too, and the page walk stalled even the
+ * prefetches. Measured (bench_signature, CPU time, 4 interleaved pairs on the loaded shared
+ * machine): gather 3000000 34.1/34.5/35.1/29.7 -> 33.3/26.0/27.4/29.0 ns per access;
+ * linked_list 600000 unchanged within the noise (30-35 ns either way). */
 static uint64_t *table_new(size_t slots, size_t record_words) {
   size_t bytes = slots * record_words * sizeof(uint64_t);
-  uint64_t *table = aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (table) memset(table, 0, bytes);
+  size_t huge = (size_t)2 << 20;
+  uint64_t *table = bytes >= huge ? aligned_alloc(huge, (bytes + huge - 1) / huge * huge)
+                                  : aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!table) return NULL;
+#ifdef MADV_HUGEPAGE
+  if (bytes >= huge) madvise(table, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
+  memset(table, 0, bytes);
   return table;
 }
 
