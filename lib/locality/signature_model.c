@@ -330,13 +330,19 @@ static inline uint32_t marks_after(const ms_signature_model *model, uint32_t tim
  * become far; bitmap and tree are rebuilt in linear time. */
 static void rebuild_times(ms_signature_model *model) {
   uint32_t kept = 0;
-  for (uint32_t time = model->now; time > 0; time--) {
-    if (!(model->time_bits[time >> 6] >> (time & 63) & 1)) continue;
-    uint32_t state = model->time_state[time];
-    if (kept < KEEP_LINES)
-      model->scratch[kept++] = state;
-    else
-      set_time(record_of(model, state), TIME_FAR);
+  /* The marks from the newest down, a word at a time (a test per time took 5% of gather's
+   * time: about 1 time in 5 is marked there). Times after `now` are never marked. */
+  for (uint32_t word = model->now >> 6;; word--) {
+    for (uint64_t bits = model->time_bits[word]; bits;) {
+      uint32_t bit = 63u - (uint32_t)__builtin_clzll(bits);
+      bits &= ~(1ull << bit);
+      uint32_t state = model->time_state[word * 64 + bit];
+      if (kept < KEEP_LINES)
+        model->scratch[kept++] = state;
+      else
+        set_time(record_of(model, state), TIME_FAR);
+    }
+    if (word == 0) break;
   }
   memset(model->time_bits, 0, TIME_WORDS * sizeof *model->time_bits);
   memset(model->word_fenwick, 0, (TIME_WORDS + 1) * sizeof *model->word_fenwick);
