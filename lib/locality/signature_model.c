@@ -46,7 +46,10 @@
  *   Records are prefetched only when the previous batch left the window for more than 1
  *   access in 8. Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh),
  *   instructions per access before -> after: stream_add 197 -> 128, matmul 312 -> 257,
- *   stencil2d 185 -> 127, gather 196 -> 129, linked_list 208 -> 171. Outputs byte-identical
+ *   stencil2d 185 -> 127, gather 196 -> 129, linked_list 208 -> 171; CPU time, interleaved
+ *   with the old model on the loaded machine (bench_signature, ns per access): stream_add
+ *   26.4 -> 21.3, matmul 32.7 -> 24.6, stencil2d 14.1 -> 12.6, gather 29.7 -> 27.5,
+ *   linked_list 28.1 -> 27.2 (gather and linked_list wait on memory). Outputs byte-identical
  *   (the five bench traces, whole program and per site, widths 256/8, 512/4, 4096/4).
  *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
  *   instructions) and 16 (no change). Not tried: pext for the walk's mask (slow microcode
