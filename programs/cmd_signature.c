@@ -4,10 +4,10 @@
  *
  * Extracts the memory signature of a trace or a live program (memsnap/signature.h): the
  * reuse CDF at the maximal width and the alpha values by reuse bin, optionally with
- * interval sampling (by default the model's state is kept across the skipped accesses;
- * --sample-cold starts each interval cold as the dissertation's tracer; --warmup feeds the
- * end of each skipped run to the state without counting it) and per-site bins. Writes the .sig text
- * format, or JSON with --json.
+ * interval sampling (by default the LRU order is kept across the skipped accesses and the
+ * trees of halves follow them; --sample-cold starts each interval cold as the
+ * dissertation's tracer; --warmup feeds the end of each skipped run to the state without
+ * counting it) and per-site bins. Writes the .sig text format, or JSON with --json.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -26,7 +26,8 @@ static void usage(FILE *to) {
           "  --width N           maximal line width in bytes, a power of two (default 512)\n"
           "  --word N            word size in bytes, a power of two (default 4)\n"
           "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M;\n"
-          "                      the model's state is kept across the skipped accesses\n"
+          "                      the LRU order is kept across the skipped accesses, and the\n"
+          "                      trees of halves follow them (nothing of them is counted)\n"
           "  --sample-cold       with --sample: every interval starts cold (no history)\n"
           "  --warmup N          with --sample: the last N skipped accesses before each interval\n"
           "                      update the model's state without being counted\n"
@@ -179,7 +180,15 @@ int cmd_signature(int argc, char **argv) {
     status = cli_fail(argv[0]);
     goto done;
   }
-  if (sample_sink && options.warmup &&
+  /* Without --sample-cold the trees follow the skipped accesses too (section 3.3.1: only the
+   * temporal history may start cold; see ms_signature_model_track). */
+  if (sample_sink && !options.cold &&
+      (ms_signature_gap_sink_new(model, options.sample_off, options.warmup, &warm_sink) < 0 ||
+       ms_sample_sink_set_warmup(sample_sink, warm_sink, options.sample_off) < 0)) {
+    status = cli_fail(argv[0]);
+    goto done;
+  }
+  if (sample_sink && options.cold && options.warmup &&
       (ms_signature_warm_sink_new(model, &warm_sink) < 0 ||
        ms_sample_sink_set_warmup(sample_sink, warm_sink, options.warmup) < 0)) {
     status = cli_fail(argv[0]);

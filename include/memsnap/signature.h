@@ -90,9 +90,18 @@ int ms_signature_model_result(const ms_signature_model *model, const ms_stream_i
 /* Updates the model's state (LRU order, trees) with accesses without counting them: the
  * warm-up before a sampling interval. */
 int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count);
+/* Updates only the trees of halves (not the LRU order, nothing counted): the accesses
+ * skipped by interval sampling, so that a line's spatial history survives the gaps. */
+int ms_signature_model_track(ms_signature_model *model, const ms_access *accesses, size_t count);
 /* A sink that feeds the model, and one that warms it (the model is not owned). */
 int ms_signature_sink_new(ms_signature_model *model, ms_sink **out);
 int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out);
+
+/* A sink for the skipped accesses of interval sampling, `gap` (the OFF count) per period:
+ * in each gap the first gap - warm are tracked (ms_signature_model_track), the last `warm`
+ * warm the model (ms_signature_model_warm). Set it as the sampling sink's warm-up of `gap`. */
+int ms_signature_gap_sink_new(ms_signature_model *model, uint64_t gap, uint64_t warm,
+                              ms_sink **out);
 
 void ms_signature_free(ms_signature *signature);
 

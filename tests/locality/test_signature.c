@@ -7,7 +7,9 @@
  * - Smaller hand-worked sequences: repeats of one word, the other half, accesses that span
  *   two lines, cycles of 2^16 and 2^16 + 5 lines run long enough to rebuild the model's
  *   time tree (positions exactly 2^16: hits at depth 2^16; beyond: misses everywhere).
- * - Interval sampling: the wrapper keeps exactly the on-runs and announces each interval.
+ * - Interval sampling: the wrapper keeps exactly the on-runs and announces each interval;
+ *   tracked gaps update the trees only (hand-worked), and the gap sink behind the wrapper
+ *   equals the same add/track/warm calls made by hand.
  * - Text -> parse -> text is byte-identical; the JSON carries the same numbers; malformed
  *   inputs are rejected with the name and the line.
  * - The derived surface reproduces the CDF at the maximal width and, for a stream whose
@@ -287,6 +289,113 @@ static void test_interval_warmup(void **state) {
   ms_batch_free(&batch);
 }
 
+/* Tracking (the skipped accesses of sampling), 8-word lines as in section 2.2.3: A0 added,
+ * A7 and B0 tracked, then A6, B1 and A6 added.
+ * A6: A is still the most recent line of the LRU order (tracking does not touch it): bin 0.
+ *     Root: half 1 as A7 went: yes at level 2. Words 4-7 (visited by A7): half 1 again:
+ *     yes at level 1. Words 6-7: word 6 is half 0, A7 went 1: no at level 0.
+ * B1: B was first seen in a gap: no stack position (R > 2^16, bin 16), but its tree holds
+ *     B0: root yes, words 0-3 yes, words 0-1 no (1 against 0).
+ * A6 again: position 2 (B), bin 1; the same word as A's last reference: three yeses.
+ * Without the tracking, A6 would see the root last go to half 0 (A0) and nothing below. */
+static void test_track_gap(void **state) {
+  (void)state;
+  const uint32_t width = 32;
+  ms_signature_config config;
+  ms_signature_config_default(&config);
+  config.width = width;
+  ms_signature_model *model;
+  assert_int_equal(ms_signature_model_new(&config, &model), MS_OK);
+  ms_access first = word_access(0, 0, width);
+  ms_access gap[] = {word_access(0, 7, width), word_access(1, 0, width)};
+  ms_access after[] = {word_access(0, 6, width), word_access(1, 1, width),
+                       word_access(0, 6, width)};
+  assert_int_equal(ms_signature_model_add(model, &first, 1), MS_OK);
+  assert_int_equal(ms_signature_model_track(model, gap, 2), MS_OK);
+  assert_int_equal(ms_signature_model_add(model, after, 3), MS_OK);
+  ms_signature *signature;
+  assert_int_equal(ms_signature_model_result(model, NULL, 0, &signature), MS_OK);
+  const ms_signature_bin *bin = &signature->bins[0];
+  assert_true(bin->references == 4);
+  assert_alpha(bin, 2, 0, 1, 1);
+  assert_alpha(bin, 1, 0, 1, 1);
+  assert_alpha(bin, 0, 0, 0, 1);
+  assert_alpha(bin, 2, 16, 1, 1);
+  assert_alpha(bin, 1, 16, 1, 1);
+  assert_alpha(bin, 0, 16, 0, 1);
+  assert_alpha(bin, 2, 1, 1, 1);
+  assert_alpha(bin, 1, 1, 1, 1);
+  assert_alpha(bin, 0, 1, 1, 1);
+  assert_true(total_trials(bin, 3) == 9);
+  double hits[MS_SIGNATURE_DEPTHS] = {1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    assert_true(bin->hits[k] == hits[k]);
+  ms_signature_free(signature);
+  ms_signature_model_free(model);
+}
+
+/* The gap sink behind a sampling sink (3 of every 10 added, then 5 tracked, 2 warmed)
+ * gives the same counts as those calls made by hand, and not those of dropping the gaps. */
+static void test_gap_sink(void **state) {
+  (void)state;
+  enum { N = 95 };
+  ms_access trace[N];
+  for (int i = 0; i < N; i++)
+    trace[i] = word_access((uint64_t)(i * 7 % 5), (uint32_t)(i * 13 % 128), 512);
+  ms_signature_config config;
+  ms_signature_config_default(&config);
+  ms_signature_model *piped, *by_hand, *dropped;
+  assert_int_equal(ms_signature_model_new(&config, &piped), MS_OK);
+  assert_int_equal(ms_signature_model_new(&config, &by_hand), MS_OK);
+  assert_int_equal(ms_signature_model_new(&config, &dropped), MS_OK);
+  ms_sink *inner, *gap, *sample;
+  assert_int_equal(ms_signature_sink_new(piped, &inner), MS_OK);
+  assert_int_equal(ms_signature_gap_sink_new(piped, 7, 2, &gap), MS_OK);
+  assert_int_equal(ms_sample_sink_new(inner, 3, 7, NULL, NULL, &sample), MS_OK);
+  assert_int_equal(ms_sample_sink_set_warmup(sample, gap, 7), MS_OK);
+  ms_stream_info info = {0};
+  for (int start = 0; start < N; start += 19) { /* batches across the periods */
+    ms_batch batch = {trace + start, (size_t)(N - start < 19 ? N - start : 19), 19};
+    assert_int_equal(sample->ops->consume(sample, &info, &batch), MS_OK);
+  }
+  for (int start = 0; start < N; start += 10) {
+    int left = N - start;
+    assert_int_equal(ms_signature_model_add(by_hand, trace + start, left < 3 ? (size_t)left : 3),
+                     MS_OK);
+    assert_int_equal(ms_signature_model_add(dropped, trace + start, left < 3 ? (size_t)left : 3),
+                     MS_OK);
+    if (left > 3)
+      assert_int_equal(
+          ms_signature_model_track(by_hand, trace + start + 3, left < 8 ? (size_t)left - 3 : 5),
+          MS_OK);
+    if (left > 8)
+      assert_int_equal(
+          ms_signature_model_warm(by_hand, trace + start + 8, left < 10 ? (size_t)left - 8 : 2),
+          MS_OK);
+  }
+  ms_signature *a, *b, *c;
+  assert_int_equal(ms_signature_model_result(piped, NULL, 0, &a), MS_OK);
+  assert_int_equal(ms_signature_model_result(by_hand, NULL, 0, &b), MS_OK);
+  assert_int_equal(ms_signature_model_result(dropped, NULL, 0, &c), MS_OK);
+  assert_true(a->bins[0].references == 30 && b->bins[0].references == 30);
+  assert_memory_equal(a->bins[0].yes, b->bins[0].yes, sizeof a->bins[0].yes);
+  assert_memory_equal(a->bins[0].trials, b->bins[0].trials, sizeof a->bins[0].trials);
+  assert_memory_equal(a->bins[0].hits, b->bins[0].hits, sizeof a->bins[0].hits);
+  assert_true(memcmp(a->bins[0].trials, c->bins[0].trials, sizeof a->bins[0].trials) != 0);
+  ms_sink *bad;
+  assert_int_equal(ms_signature_gap_sink_new(piped, 7, 8, &bad), MS_ERR_ARG);
+  assert_null(bad);
+  ms_signature_free(a);
+  ms_signature_free(b);
+  ms_signature_free(c);
+  ms_sink_destroy(sample);
+  ms_sink_destroy(gap);
+  ms_sink_destroy(inner);
+  ms_signature_model_free(piped);
+  ms_signature_model_free(by_hand);
+  ms_signature_model_free(dropped);
+}
+
 /* ---- format ---- */
 
 static ms_signature *example_signature(int per_site) {
@@ -529,6 +638,8 @@ int main(void) {
       cmocka_unit_test(test_spanning_access),
       cmocka_unit_test(test_cycles_beyond_the_time_tree),
       cmocka_unit_test(test_interval_sampling),
+      cmocka_unit_test(test_track_gap),
+      cmocka_unit_test(test_gap_sink),
       cmocka_unit_test(test_interval_warmup),
       cmocka_unit_test(test_text_round_trip),
       cmocka_unit_test(test_per_site_bins),

@@ -7,13 +7,11 @@
  * - --per-site without a cap: the whole-program bin equals the plain signature count for
  *   count (the model's state is shared; only the results are binned).
  * - .sig -> show --json equals signature --json byte for byte (the text keeps every count).
- * - 10% interval sampling (10k/90k) against the full signature: CDF points within 0.01 on
- *   matmul 150, stencil2d 400 and stream_add 1500000; alpha averages within 0.02 on matmul
- *   and stencil2d. stream_add is a single pass: its lines are revisited once, from the
- *   initialisation to the addition, far more than an interval apart, so the tree history
- *   its alphas depend on is mostly lost between intervals: its measured shift (0.08,
- *   docs/formats.md) is bounded here at 0.1, not at the 0.02 target. (stencil2d at 600
- *   shifts by 0.048: the target does not hold for every size; docs/formats.md.)
+ * - 10% interval sampling (10k/90k and 11k/99k) against the full signature: CDF points
+ *   within 0.01 and alpha averages within 0.02 on matmul 150, stencil2d 400 and stream_add
+ *   1500000 (section 3.3.1 reports 1.2%). stream_add's alphas depend on tree history a
+ *   whole pass old (initialisation to addition), which only the tracked gaps keep: with
+ *   --sample-cold its level-2 alpha shifts by more than 0.05, checked too.
  * - Errors: a malformed .sig is refused with its name and line; bad options exit 2.
  */
 #include <setjmp.h>
@@ -160,8 +158,8 @@ static void test_show_round_trip(void **state) {
 }
 
 /* Largest difference of CDF points and of alpha averages between two signatures. */
-static void compare(const char *full_name, const char *sampled_name, double *cdf_diff,
-                    double *alpha_diff) {
+static void compare(const char *full_name, const char *sampled_name, const char *sample,
+                    double *cdf_diff, double *alpha_diff) {
   json_object *full = json_in(full_name), *sampled = json_in(sampled_name);
   json_object *a = first_bin(full), *b = first_bin(sampled);
   *cdf_diff = *alpha_diff = 0;
@@ -176,28 +174,41 @@ static void compare(const char *full_name, const char *sampled_name, double *cdf
     double d = fabs(number(x, "alpha") - number(y, "alpha"));
     if (d > *alpha_diff) *alpha_diff = d;
   }
-  assert_true(number(sampled, "sample_on") == 10000 && number(sampled, "sample_off") == 90000);
+  unsigned long on, off;
+  assert_int_equal(sscanf(sample, "%luk/%luk", &on, &off), 2);
+  assert_true(number(sampled, "sample_on") == on * 1000 &&
+              number(sampled, "sample_off") == off * 1000);
   json_object_put(full);
   json_object_put(sampled);
 }
 
 static void test_interval_sampling_accuracy(void **state) {
   (void)state;
-  static const struct {
-    const char *kernel;
-    double alpha_bound;
-  } cases[] = {{"matmul", 0.02}, {"stencil2d", 0.02}, {"stream_add", 0.1}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const char *k = cases[i].kernel;
+  static const char *kernels[] = {"matmul", "stencil2d", "stream_add"};
+  static const char *samples[] = {"10k/90k", "11k/99k"};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    const char *k = kernels[i];
     assert_int_equal(test_memsnap_in(dir, "signature --json -o full.json %s.mtr", k), 0);
-    assert_int_equal(
-        test_memsnap_in(dir, "signature --sample 10k/90k --json -o sampled.json %s.mtr", k), 0);
-    double cdf, alpha;
-    compare("full.json", "sampled.json", &cdf, &alpha);
-    fprintf(stderr, "%s: 10%% sampling: CDF max shift %.4f, alpha max shift %.4f\n", k, cdf, alpha);
-    assert_true(cdf <= 0.01);
-    assert_true(alpha <= cases[i].alpha_bound);
+    for (size_t j = 0; j < sizeof samples / sizeof samples[0]; j++) {
+      assert_int_equal(test_memsnap_in(dir, "signature --sample %s --json -o sampled.json %s.mtr",
+                                       samples[j], k),
+                       0);
+      double cdf, alpha;
+      compare("full.json", "sampled.json", samples[j], &cdf, &alpha);
+      fprintf(stderr, "%s: %s sampling: CDF max shift %.4f, alpha max shift %.4f\n", k, samples[j],
+              cdf, alpha);
+      assert_true(cdf <= 0.01);
+      assert_true(alpha <= 0.02);
+    }
   }
+  /* Without the tracked gaps (every interval cold) stream_add's alphas move. */
+  assert_int_equal(test_memsnap_in(dir,
+                                   "signature --sample 10k/90k --sample-cold --json -o cold.json "
+                                   "stream_add.mtr"),
+                   0);
+  double cdf, alpha;
+  compare("full.json", "cold.json", "10k/90k", &cdf, &alpha);
+  assert_true(alpha > 0.05);
 }
 
 static void test_errors(void **state) {
