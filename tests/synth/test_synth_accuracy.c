@@ -100,7 +100,10 @@ static errors measure(const char *dir, const char *program, const char *seed) {
   return e;
 }
 
-/* Bounds: the figures measured when they were set (docs/proxy.md) plus the margins. */
+/* Bounds: the figures measured when they were set (docs/proxy.md) plus the margins.
+ * Sizes keep every trace under 10^6 accesses (the C++ runtime alone makes 0.6 M).
+ * Unique-index seeds (10^6 references each) for the gather and sparse matrix-vector
+ * kernels only, which issue 6 names: the test takes 5 minutes under ASan with all four. */
 typedef struct kernel_case {
   const char *kernel, *args;
   double surface, wide, l1, l2; /* plain seed, measured */
@@ -110,18 +113,18 @@ typedef struct kernel_case {
 
 static const kernel_case cases[] = {
     {"gather", "20000", .033, .013, .017, .020, 1, .058, .018, .005},
-    {"matmul", "40", .035, .014, .003, .069, 1, .118, .033, .005},
+    {"matmul", "40", .035, .014, .003, .069, 0, 0, 0, 0},
     {"stencil2d", "60", .040, .008, .011, .167, 0, 0, 0, 0},
-    {"stream_add", "20000", .086, .009, .137, .315, 1, .060, .010, .005},
+    {"stream_add", "20000", .086, .009, .137, .315, 0, 0, 0, 0},
     {"linked_list", "5000", .043, .012, .011, .020, 0, 0, 0, 0},
     {"random_gather", "65536 50000", .044, .017, .046, .039, 0, 0, 0, 0},
-    {"spmv", "", .082, .014, .035, .153, 1, .038, .013, .006},
-    {"transpose", "", .085, .016, .118, .307, 0, 0, 0, 0},
-    {"stencil3d", "", .082, .023, .024, .399, 0, 0, 0, 0},
-    {"matmul_blocked", "", .045, .003, .001, .461, 0, 0, 0, 0},
+    {"spmv", "6000", .084, .014, .055, .259, 1, .045, .016, .006},
+    {"transpose", "150", .065, .020, .064, .168, 0, 0, 0, 0},
+    {"stencil3d", "24", .050, .015, .009, .201, 0, 0, 0, 0},
+    {"matmul_blocked", "48", .037, .003, .001, .090, 0, 0, 0, 0},
     {"threads4", "", .054, .012, .009, .078, 0, 0, 0, 0},
 #ifdef MEMSNAP_KERNEL_CXX
-    {"vector_sort", "", .024, .010, .002, .137, 0, 0, 0, 0},
+    {"vector_sort", "2000", .033, .014, .006, .080, 0, 0, 0, 0},
 #endif
 };
 
