@@ -17,6 +17,13 @@ static inline double bench_now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* CPU time of the whole process, all its threads. */
+static inline double bench_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 typedef struct bench_trace {
   ms_access *accesses;
   size_t count;

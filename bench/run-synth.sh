@@ -6,6 +6,13 @@
 #   2. memsnap bench on a hand-written random unique seed, footprint 256 MiB (8x this
 #      machine's 32 MiB LLC): memory operations per second for ILP 1, 2, 4, 8, 16 and the
 #      ratio ILP 4 / ILP 1 (target >= 2x)
+#   3. the benchmark's own stream (issue 6): memsnap bench on a unique seed of the gather
+#      signature (footprint: the seed's minimum, 40 MB; 20M operations) recorded with
+#      memsnap record at ILP 1 and 4 (bench/bench_chase.c, tests/synth/chase_record.h):
+#      chase loads / run-phase accesses (target >= 99%), the chase rebased = the expanded
+#      seed, ILP 4 = ILP 1 (multiset and order), and memsnap compare of the chase against
+#      the seed expanded to the same footprint and length: max |hit rate difference| per
+#      level on the 46 hierarchies (target <= 0.005) and on the surfaces
 set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
@@ -37,3 +44,20 @@ for k in 1 2 4 8 16; do
   awk -v k="$k" -v r="$rate" -v b="$base" 'BEGIN { printf "%-5s %16.4g %9.2fx\n", k, r, r / b }'
 done
 awk -v a="$four" -v b="$base" 'BEGIN { printf "ratio ILP4/ILP1 %.2fx (target >= 2x)\n", a / b }'
+
+echo "== bench stream recorded vs its seed: gather unique seed, 20M operations =="
+"$memsnap" synth "$work/gather.sig" --unique -o "$work/gather.useed" >/dev/null
+ops=20000000
+for k in 1 4; do
+  "$memsnap" record --quiet -o "$work/bench$k.mtr" -- \
+    "$memsnap" bench "$work/gather.useed" --ops "$ops" --ilp "$k" >"$work/bench$k.out"
+done
+footprint=$(sed -n 's/^footprint \([0-9]*\) bytes.*/\1/p' "$work/bench1.out")
+echo "footprint $footprint bytes, $ops operations"
+"$build/bench/bench_chase" "$work/bench1.mtr" "$work/bench4.mtr" "$work/gather.useed" \
+  "$footprint" "$ops" "$work/chase.mtr" | sed 's/^ILP K/ILP 4/'
+rm -f "$work/bench1.mtr" "$work/bench4.mtr"
+"$memsnap" compare --footprint "$footprint" --length "$ops" "$work/chase.mtr" \
+  "$work/gather.useed" >"$work/compare.out"
+awk '/^  L[0-9] mean/ { printf "recorded chase vs seed, %s: max |hit rate difference| %s over %s hierarchies, mean %s (target max <= 0.005)\n", $1, $5, substr($6, 2), $3 }
+     /^surfaces:/ { print "recorded chase vs seed, " $0 " (target max <= 0.005)" }' "$work/compare.out"

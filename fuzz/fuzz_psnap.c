@@ -1,6 +1,8 @@
-/* libFuzzer target: the .psnap profile parser on arbitrary bytes. A profile that parses
- * must write back to text that parses to the same text (the round trip), and must replay
- * (the first accesses, and from a few starting points) without a crash. */
+/* libFuzzer target: the .psnap profile parser on arbitrary bytes, as text or as zstd
+ * (told by the magic: seeds of both kinds are in the corpus). A profile that parses
+ * must write back to text that parses to the same text (the round trip), must go
+ * through compression and back to the same text, and must replay (the first accesses,
+ * and from a few starting points) without a crash. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,26 +24,39 @@ static void replay_some(const char *text, size_t size, uint64_t from) {
   ms_source_destroy(source);
 }
 
+static char *to_text(const ms_psnap_profile *profile, size_t *size, int compress) {
+  char *text = NULL;
+  FILE *out = open_memstream(&text, size);
+  if (!out) abort();
+  int rc = compress ? ms_psnap_profile_write_compressed(profile, out)
+                    : ms_psnap_profile_write(profile, out);
+  if (rc != 0) abort();
+  fclose(out);
+  return text;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ms_psnap_profile profile;
   if (ms_psnap_profile_parse((const char *)data, size, "fuzz", &profile) != 0) return 0;
-  char *text = NULL, *again = NULL;
-  size_t text_size = 0, again_size = 0;
-  FILE *out = open_memstream(&text, &text_size);
-  if (ms_psnap_profile_write(&profile, out) != 0) abort();
-  fclose(out);
+  size_t text_size = 0, again_size = 0, packed_size = 0, unpacked_size = 0;
+  char *text = to_text(&profile, &text_size, 0);
   uint64_t total = profile.access_count;
   ms_psnap_profile_free(&profile);
   if (ms_psnap_profile_parse(text, text_size, "fuzz-again", &profile) != 0) abort();
-  out = open_memstream(&again, &again_size);
-  if (ms_psnap_profile_write(&profile, out) != 0) abort();
-  fclose(out);
-  if (again_size != text_size || memcmp(text, again, text_size) != 0) abort();
+  char *again = to_text(&profile, &again_size, 0);
+  char *packed = to_text(&profile, &packed_size, 1);
   ms_psnap_profile_free(&profile);
+  if (again_size != text_size || memcmp(text, again, text_size) != 0) abort();
+  if (ms_psnap_profile_parse(packed, packed_size, "fuzz.zst", &profile) != 0) abort();
+  char *unpacked = to_text(&profile, &unpacked_size, 0);
+  ms_psnap_profile_free(&profile);
+  if (unpacked_size != text_size || memcmp(text, unpacked, text_size) != 0) abort();
   replay_some(text, text_size, 0);
   replay_some(text, text_size, total / 2);
-  replay_some(text, text_size, total > 3 ? total - 3 : 0);
+  replay_some(packed, packed_size, total > 3 ? total - 3 : 0);
   free(text);
   free(again);
+  free(packed);
+  free(unpacked);
   return 0;
 }

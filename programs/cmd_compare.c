@@ -1,5 +1,10 @@
 /* memsnap compare [--widths W] [--depths D] [--shards RATE] [--sample ON/OFF]
  *                 [--format table|csv|json] [-o FILE] INPUT INPUT... [-- PROGRAM ARGS]
+ * memsnap compare [--json] [--footprint F] [--length N] SOURCE SOURCE
+ *
+ * Two modes. Exactly two inputs, not both .sig, and no --matrix: the two sources side by
+ * side on the 46 evaluation hierarchies and on their surfaces (compare_sources.c).
+ * Otherwise the matrix below.
  *
  * Surface similarity (dissertation Table 6.1): the mean absolute difference between the
  * hit rates of two cache surfaces over the (width, depth) points they share, for every
@@ -12,34 +17,51 @@
 #include <string.h>
 
 #include "cli.h"
+#include "compare_sources.h"
 #include "locality_cli.h"
 #include "memsnap/output.h"
 #include "memsnap/surface.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap compare [OPTIONS] INPUT INPUT... [-- PROGRAM ARGS...]\n"
-              "  INPUT              a trace or a .sig memory signature\n"
+              "  INPUT              a trace, a seed, a .psnap profile or a .sig signature\n"
               "  -w, --widths W     widths of the surfaces of traces (default 4:512)\n"
               "  -d, --depths D     depths of the surfaces of traces (default 1:65536)\n"
               "  --shards RATE      SHARDS sampling of the surfaces of traces\n"
               "  --sample ON/OFF    interval sampling of traces and programs\n"
               "  --format F         table (default), csv or json\n"
               "  -o, --output FILE  write the matrix to FILE (default standard output)\n"
-              "Each cell is the mean absolute difference of hit rates over the common grid.\n");
+              "  --matrix           the similarity matrix even for two inputs\n"
+              "  --json             same as --format json\n"
+              "  --footprint F      expand trace seeds to F bytes (as memsnap sim)\n"
+              "  --length N         expand trace seeds to N accesses (as memsnap sim)\n"
+              "Two inputs, not both .sig: hit rates on the 46 evaluation hierarchies and the\n"
+              "surfaces of both, with their absolute differences (table or --json).\n"
+              "Otherwise (or --matrix): each cell is the mean absolute difference of hit rates\n"
+              "over the common grid.\n");
 }
 
 typedef struct compare_options {
   locality_input_options input;
   const char *format;
   const char *output;
+  int matrix;
+  uint64_t footprint, length;
 } compare_options;
 
 static int parse_options(int argc, char **argv, compare_options *o) {
-  static const struct option long_options[] = {
-      {"widths", required_argument, NULL, 'w'}, {"depths", required_argument, NULL, 'd'},
-      {"shards", required_argument, NULL, 'S'}, {"sample", required_argument, NULL, 's'},
-      {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  static const struct option long_options[] = {{"widths", required_argument, NULL, 'w'},
+                                               {"depths", required_argument, NULL, 'd'},
+                                               {"shards", required_argument, NULL, 'S'},
+                                               {"sample", required_argument, NULL, 's'},
+                                               {"format", required_argument, NULL, 'f'},
+                                               {"output", required_argument, NULL, 'o'},
+                                               {"matrix", no_argument, NULL, 'M'},
+                                               {"json", no_argument, NULL, 'j'},
+                                               {"footprint", required_argument, NULL, 'F'},
+                                               {"length", required_argument, NULL, 'L'},
+                                               {"help", no_argument, NULL, 'h'},
+                                               {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;
@@ -52,6 +74,15 @@ static int parse_options(int argc, char **argv, compare_options *o) {
       if (locality_parse_format(argv[0], optarg, &o->format) < 0) return 2;
       break;
     case 'o': o->output = optarg; break;
+    case 'M': o->matrix = 1; break;
+    case 'j': o->format = "json"; break;
+    case 'F':
+    case 'L':
+      if (cli_parse_count(optarg, c == 'F' ? &o->footprint : &o->length) < 0) {
+        cli_error(argv[0], "bad %s '%s'", c == 'F' ? "--footprint" : "--length", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }
@@ -132,6 +163,26 @@ int cmd_compare(int argc, char **argv) {
   int n = inputs.count + (inputs.program_argc > 0);
   if (n < 2) {
     cli_error(argv[0], "give two inputs or more (traces, .sig files, -- PROGRAM ARGS)");
+    return 2;
+  }
+  int signatures = 0;
+  for (int i = 0; i < inputs.count; i++)
+    signatures += locality_is_signature(inputs.paths[i]);
+  if (n == 2 && signatures < 2 && !o.matrix) {
+    if (!strcmp(o.format, "csv") || o.input.sample_on) {
+      cli_error(argv[0], "%s: for the matrix only (two sources: table or json)",
+                o.input.sample_on ? "--sample" : "--format csv");
+      return 2;
+    }
+    compare_sources_options two = {.config = o.input.config,
+                                   .footprint = o.footprint,
+                                   .length = o.length,
+                                   .output = o.output,
+                                   .json = !strcmp(o.format, "json")};
+    return compare_sources(argv[0], &inputs, &two);
+  }
+  if (o.footprint || o.length) {
+    cli_error(argv[0], "--footprint/--length: for two sources only");
     return 2;
   }
   ms_surface *surfaces = calloc((size_t)n, sizeof *surfaces);

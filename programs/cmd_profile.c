@@ -1,10 +1,12 @@
-/* memsnap profile -o OUT.psnap [--all-objects] [--function F]... [--line FILE:LINE]... [--lossless]
+/* memsnap profile -o OUT.psnap[.zst] [--compress] [--all-objects] [--function F]... [--line
+ * FILE:LINE]... [--lossless]
  *                 [--max-strides N] [--site-cap N] [--order-cap N] (TRACE | -- PROGRAM ARGS)
  *
  * Builds a PSnAP profile (docs/formats.md) from any source: live through Valgrind
  * without storing a trace, or from a trace file. By default only the accesses of the
  * program's own executable are kept (not the loader's or the libraries'); --all-objects
- * keeps every access. Prints a one-line summary on stderr.
+ * keeps every access. An output named *.zst, or --compress, is written through zstd
+ * (every reader of a profile decompresses it). Prints a one-line summary on stderr.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,7 +18,9 @@
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap profile [-o OUT.psnap] [OPTIONS] (TRACE | -- PROGRAM [ARGS...])\n"
-              "  -o, --output FILE     profile to write (default: standard output)\n"
+              "  -o, --output FILE     profile to write (default: standard output);\n"
+              "                        FILE.zst is compressed with zstd\n"
+              "  -z, --compress        compress with zstd whatever the name\n"
               "      --all-objects     keep the accesses of every object (loader, libraries);\n"
               "                        default: only those of the program's executable\n"
               "  -f, --function NAME   keep only the accesses of this function (repeatable)\n"
@@ -40,6 +44,7 @@ static int parse_cap(const char *command, const char *option, const char *text, 
 
 int cmd_profile(int argc, char **argv) {
   enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP, ALL_OBJECTS };
+  size_t output_length;
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"function", required_argument, NULL, 'f'},
                                           {"line", required_argument, NULL, 'l'},
@@ -49,6 +54,7 @@ int cmd_profile(int argc, char **argv) {
                                           {"site-cap", required_argument, NULL, SITE_CAP},
                                           {"order-cap", required_argument, NULL, ORDER_CAP},
                                           {"quiet", no_argument, NULL, 'q'},
+                                          {"compress", no_argument, NULL, 'z'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   ms_psnap_options settings;
@@ -56,7 +62,7 @@ int cmd_profile(int argc, char **argv) {
   const char *output = "-";
   const char **functions = calloc((size_t)argc + 1, sizeof *functions);
   const char **lines = calloc((size_t)argc + 1, sizeof *lines);
-  int quiet = 0, c, status = 0;
+  int quiet = 0, compress = 0, c, status = 0;
   if (!functions || !lines) {
     free(functions), free(lines);
     cli_error(argv[0], "out of memory");
@@ -64,7 +70,7 @@ int cmd_profile(int argc, char **argv) {
   }
   opterr = 0;
   optind = 1;
-  while (status == 0 && (c = getopt_long(argc, argv, ":o:f:l:qh", options, NULL)) != -1) {
+  while (status == 0 && (c = getopt_long(argc, argv, ":o:f:l:qzh", options, NULL)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'f': functions[settings.function_count++] = optarg; break;
@@ -87,6 +93,7 @@ int cmd_profile(int argc, char **argv) {
     case SITE_CAP: status = parse_cap(argv[0], "--site-cap", optarg, &settings.site_cap); break;
     case ORDER_CAP: status = parse_cap(argv[0], "--order-cap", optarg, &settings.order_cap); break;
     case 'q': quiet = 1; break;
+    case 'z': compress = 1; break;
     case 'h': usage(stdout); goto out;
     default: status = cli_option_error(argv[0], c, argv); break;
     }
@@ -113,7 +120,9 @@ int cmd_profile(int argc, char **argv) {
                            inputs.program_argv);
   if (source && ms_pipeline_run(source, &builder, 1, 0) >= 0 &&
       ms_psnap_builder_take(builder, &profile) >= 0 &&
-      ms_psnap_profile_save(&profile, output) >= 0) {
+      ms_psnap_profile_save_as(&profile, output,
+                               compress || ((output_length = strlen(output)) > 4 &&
+                                            !strcmp(output + output_length - 4, ".zst"))) >= 0) {
     status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
     if (!quiet) {
       uint32_t lossy = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/psnap.h"
 #include "show.h"
 
 typedef struct show_format {
@@ -50,6 +51,7 @@ static const show_format *format_of(const char *path, char *line, size_t size) {
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
     if (strncmp(line, formats[i].first_line, strlen(formats[i].first_line)) == 0)
       return &formats[i];
+  if (ms_psnap_detect(path)) return &formats[1]; /* a zstd-compressed profile */
   return NULL;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "evaluation.h"
 #include "memsnap/cache.h"
 #include "memsnap/psnap.h"
 
@@ -89,18 +90,6 @@ static void compare(verify_state *v, const ms_access *a) {
   }
 }
 
-static void hit_rates(ms_hierarchy_set *set, int count, double (*rates)[MS_HIERARCHY_MAX_LEVELS]) {
-  for (int h = 0; h < count; h++) {
-    const ms_hierarchy *hierarchy = ms_hierarchy_set_get(set, h);
-    const ms_hierarchy_config *config = ms_hierarchy_config_of(hierarchy);
-    for (int l = 0; l < config->level_count; l++) {
-      ms_cache_stats stats;
-      ms_hierarchy_level_stats(hierarchy, l, &stats);
-      rates[h][l] = ms_cache_hit_rate(stats.total);
-    }
-  }
-}
-
 int cmd_verify(int argc, char **argv) {
   static const struct option options[] = {{"no-cache", no_argument, NULL, 'N'},
                                           {"sites", required_argument, NULL, 'S'},
@@ -136,7 +125,7 @@ int cmd_verify(int argc, char **argv) {
   ms_source *trace = NULL, *whole = NULL;
   ms_hierarchy_set *sets[2] = {NULL, NULL};
   ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
-  double(*rates)[MS_HIERARCHY_MAX_LEVELS] = calloc((size_t)count * 2, sizeof *rates);
+  evaluation_rates *rates = calloc(2, sizeof *rates);
   v.threads = calloc(profile.thread_count + 1, sizeof *v.threads);
   v.site_total = calloc(profile.site_count + 1, sizeof *v.site_total);
   v.site_exact = calloc(profile.site_count + 1, sizeof *v.site_exact);
@@ -164,11 +153,7 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   if (!no_cache) {
-    for (int h = 0; h < count; h++)
-      if (ms_hierarchy_parse(ms_hierarchy_catalog_get(h)->name, &configs[h]) < 0) {
-        cli_fail(argv[0]);
-        goto done;
-      }
+    if (evaluation_configs(argv[0], configs) < 0) goto done;
     if (ms_hierarchy_set_new(configs, count, &sets[0]) < 0 ||
         ms_hierarchy_set_new(configs, count, &sets[1]) < 0) {
       cli_fail(argv[0]);
@@ -250,22 +235,16 @@ int cmd_verify(int argc, char **argv) {
       listed++;
     }
   if (sets[0]) {
-    hit_rates(sets[0], count, rates);
-    hit_rates(sets[1], count, rates + count);
+    evaluation_hit_rates(sets[0], rates[0]);
+    evaluation_hit_rates(sets[1], rates[1]);
+    evaluation_level levels[MS_HIERARCHY_MAX_LEVELS];
+    evaluation_differences(configs, rates[0], rates[1], levels);
     printf("hit rates on the %d evaluation hierarchies (absolute difference, percentage points):\n",
            count);
-    for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++) {
-      double sum = 0, max = 0;
-      int with = 0;
-      for (int h = 0; h < count; h++) {
-        if (l >= configs[h].level_count) continue;
-        double d = fabs(rates[h][l] - rates[count + h][l]) * 100.0;
-        sum += d;
-        max = d > max ? d : max;
-        with++;
-      }
-      if (with) printf("  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, sum / with, max, with);
-    }
+    for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++)
+      if (levels[l].hierarchies)
+        printf("  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, levels[l].mean * 100.0,
+               levels[l].max * 100.0, levels[l].hierarchies);
   }
   status = 0;
 done:

@@ -22,7 +22,7 @@ static const command commands[] = {
     {"verify", cmd_verify, "compare a profile with its trace: exact matches, hit rates"},
     {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
     {"scores", cmd_scores, "spatial and temporal locality scores, whole run and per site"},
-    {"compare", cmd_compare, "similarity matrix of cache surfaces (traces, .sig, a program)"},
+    {"compare", cmd_compare, "two sources on the 46 hierarchies and surfaces, or a matrix"},
     {"plot", cmd_plot, "pictures: cache surface, reuse CDFs, locality chart (PNG, SVG)"},
     {"signature", cmd_signature, "memory signature: reuse CDF and alpha values (.sig)"},
     {"show", cmd_show, "readable summary of a memsnap file (.sig signature, .psnap profile)"},

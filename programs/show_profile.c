@@ -1,9 +1,9 @@
 /* memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE] [--all]
  *
- * A profile for a person: the header, then its sites by weight (accesses), one line
- * each: site, share of accesses, count, kind and size, class, storage, where in the
- * source, and the pattern (cut at 60 characters in the list; whole with a selection,
- * which also shows the site's full block and the order of its thread).
+ * A profile (text or zstd-compressed) for a person: the header, then its sites by weight
+ * (accesses), one line each: site, share of accesses, count, kind and size, class, storage, where
+ * in the source, and the pattern (cut at 60 characters in the list; whole with a selection, which
+ * also shows the site's full block and the order of its thread).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +20,16 @@ static void usage(FILE *to) {
               "  -f, --function NAME   show the sites of a function in full\n"
               "  -l, --line FILE:LINE  show the sites of a source line in full\n"
               "  -a, --all             list every site (default: the 40 heaviest)\n");
+}
+
+/* 1 if the file starts with the zstd magic (the profile was read through zstd). */
+static int compressed(const char *path) {
+  unsigned char head[4] = {0};
+  FILE *file = fopen(path, "rb");
+  if (!file) return 0;
+  size_t n = fread(head, 1, 4, file);
+  fclose(file);
+  return n == 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd;
 }
 
 static const ms_psnap_profile *sorting;
@@ -120,7 +130,8 @@ int show_profile(int argc, char **argv) {
     status = 1;
     goto done;
   }
-  printf("profile %s\n", inputs.paths[0]);
+  printf("profile %s%s\n", inputs.paths[0],
+         compressed(inputs.paths[0]) ? " (zstd-compressed)" : "");
   if (p.info.argc) {
     printf("program");
     for (int i = 0; i < p.info.argc; i++)

@@ -228,14 +228,23 @@ typedef struct ms_psnap_profile {
   int has_excluded;  /* the profile states `excluded` (profiles before it do not) */
 } ms_psnap_profile;
 
+/* A compressed profile decompresses to at most this many bytes of text (256 MiB). */
+#define MS_PSNAP_MAX_TEXT ((size_t)256 << 20)
+
 void ms_psnap_profile_free(ms_psnap_profile *profile);
 int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
-/* Writes atomically (temporary name, then rename); "-" is standard output. */
+/* The same text through zstd (level 19), one frame. */
+int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out);
+/* Writes atomically (temporary name, then rename); "-" is standard output. Compressed
+ * when the path ends with ".zst" (save) or when `compress` is set (save_as). */
 int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path);
-/* Parses text; errors name `name`, line and column. */
+int ms_psnap_profile_save_as(const ms_psnap_profile *profile, const char *path, int compress);
+/* Parses text, or zstd-compressed text (told by the zstd magic; at most MS_PSNAP_MAX_TEXT
+ * bytes once decompressed); errors name `name`, line and column (or the compressed
+ * data's offset). Reads the current version (psnap 2) and version 1. */
 int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out);
 int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
-/* 1 if the file starts like a profile. */
+/* 1 if the file starts like a profile (of either version), compressed or not. */
 int ms_psnap_detect(const char *path);
 
 /* ---- Building a profile (a sink) ------------------------------------------------------ */

@@ -60,7 +60,25 @@ struct ms_hierarchy {
   struct ms_hierarchy_set *set;
 };
 
+/* Simulates one level over a batch: records (level 0) or its parent's events, whose
+ * largest size is max_size. level_run.h, built as cache_run_level and, on x86-64, as
+ * cache_run_level_avx2. */
+typedef void (*cache_run_level_fn)(cache_level *level, const ms_access *records,
+                                   const cache_event *events, size_t count, uint32_t max_size);
+void cache_run_level(cache_level *level, const ms_access *records, const cache_event *events,
+                     size_t count, uint32_t max_size);
+#ifdef MEMSNAP_HAVE_LEVEL_RUN_AVX2
+void cache_run_level_avx2(cache_level *level, const ms_access *records, const cache_event *events,
+                          size_t count, uint32_t max_size);
+#endif
+/* The build the host runs: the AVX2 one if it can, unless MEMSNAP_SIMD=0. */
+cache_run_level_fn cache_pick_run_level(void);
+
+/* A way of a level that holds no line. */
+#define EMPTY_WAY UINT64_MAX
+
 struct ms_hierarchy_set {
+  cache_run_level_fn run_level;
   ms_hierarchy *hierarchies;
   int count;
   cache_level **roots; /* distinct first levels */

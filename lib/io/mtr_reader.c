@@ -5,16 +5,19 @@
  * read one at a time, their header CRC checked, their two zstd frames decompressed (zstd
  * checks their content checksums) into a buffer whose size the chunk header announced, their
  * tags checked, and the four columns decoded with bounds checks on every varint and address
- * delta. Memory: one chunk's compressed and
- * decoded bytes, the per-site prediction table and the chunk index, whatever the trace
- * length. Any inconsistency is an error naming the file and the byte offset; nothing in
- * the file is trusted to stay in bounds.
+ * delta. While the reader decodes a chunk, a thread of its own reads and decompresses the
+ * next one (read_ahead below): reading a trace then costs the decoding alone in wall time
+ * when a second core is free. Memory: two chunks' compressed and decoded bytes, the
+ * per-site prediction table and the chunk index, whatever the trace length. Any inconsistency is an
+ * error naming the file and the byte offset; nothing in the file is trusted to stay in bounds.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "memsnap/error.h"
@@ -52,6 +55,32 @@ typedef struct decode_slot {
   uint32_t from_previous;
 } decode_slot;
 
+/* One chunk as read and decompressed, before decoding. */
+typedef struct chunk_bytes {
+  uint8_t *compressed, *payload;
+  size_t compressed_capacity, payload_capacity;
+  uint32_t records;
+  uint64_t site_bytes, address_bytes, attribute_bytes;
+} chunk_bytes;
+
+/* Read-ahead: while the reader decodes chunk k, a thread of its own reads and decompresses
+ * chunk k + 1 into `bytes` (with its own zstd context; pread() leaves no shared offset).
+ * The reader takes those bytes if the chunk it needs next is the one read ahead, and reads
+ * synchronously otherwise (after a seek). A failure of the read-ahead is kept, and reported
+ * only if that chunk is the one needed. */
+typedef struct read_ahead {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t wake, done;
+  int stop, pending; /* pending: `wanted` is asked for and not finished */
+  uint64_t wanted;
+  int64_t ready; /* the chunk in `bytes`, or -1 */
+  int status;    /* of reading `ready` */
+  char error[512];
+  chunk_bytes bytes;
+  ZSTD_DCtx *dctx;
+} read_ahead;
+
 typedef struct mtr_reader {
   ms_source source;
   char *path;
@@ -62,8 +91,9 @@ typedef struct mtr_reader {
   chunk_entry *chunks;
   uint64_t chunk_count;
   ZSTD_DCtx *dctx;
-  uint8_t *compressed, *payload;
-  size_t compressed_capacity, payload_capacity;
+  chunk_bytes current; /* the chunk being decoded */
+  read_ahead *ahead;   /* NULL: not started (yet), or a trace of one chunk */
+  int ahead_failed;    /* could not start it: read synchronously */
   decode_slot *states;
   uint32_t slot_count; /* site count + 1 */
   /* decoding position in the loaded chunk */
@@ -125,15 +155,16 @@ static int chunk_corrupt(const mtr_reader *r, uint64_t chunk, const char *why) {
                       (unsigned long long)r->chunks[chunk].offset, (unsigned long long)chunk, why);
 }
 
-/* Reads exactly n bytes at offset; a short read is a truncation. */
-static int read_at(mtr_reader *r, uint64_t offset, void *buf, size_t n) {
-  if (fseeko(r->file, (off_t)offset, SEEK_SET) != 0)
-    return ms_error_set(MS_ERR_IO, "%s: seek failed: %s", r->path, strerror(errno));
-  size_t got = fread(buf, 1, n, r->file);
-  if (got != n) {
-    if (ferror(r->file))
-      return ms_error_set(MS_ERR_IO, "%s: read failed: %s", r->path, strerror(errno));
-    return truncated(r, offset + got);
+/* Reads exactly n bytes at offset; a short read is a truncation. pread(): the read-ahead
+ * thread reads the same descriptor at the same time. */
+static int read_at(const mtr_reader *r, uint64_t offset, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t m = pread(fileno(r->file), (uint8_t *)buf + got, n - got, (off_t)(offset + got));
+    if (m < 0 && errno == EINTR) continue;
+    if (m < 0) return ms_error_set(MS_ERR_IO, "%s: read failed: %s", r->path, strerror(errno));
+    if (m == 0) return truncated(r, offset + got);
+    got += (size_t)m;
   }
   return MS_OK;
 }
@@ -302,9 +333,9 @@ static void decode_slots_reset(decode_slot *states, uint32_t slot_count) {
 }
 
 /* Decompresses one frame of chunk k, which must give exactly `size` bytes. */
-static int decompress_frame(mtr_reader *r, uint64_t k, uint8_t *out, size_t size,
-                            const uint8_t *frame, size_t frame_bytes) {
-  size_t got = ZSTD_decompressDCtx(r->dctx, out, size, frame, frame_bytes);
+static int decompress_frame(const mtr_reader *r, ZSTD_DCtx *dctx, uint64_t k, uint8_t *out,
+                            size_t size, const uint8_t *frame, size_t frame_bytes) {
+  size_t got = ZSTD_decompressDCtx(dctx, out, size, frame, frame_bytes);
   if (ZSTD_isError(got)) {
     char why[128];
     snprintf(why, sizeof why, "zstd: %s", ZSTD_getErrorName(got));
@@ -314,8 +345,9 @@ static int decompress_frame(mtr_reader *r, uint64_t k, uint8_t *out, size_t size
   return MS_OK;
 }
 
-/* Loads chunk k and points the column cursors at its decoded bytes. */
-static int load_chunk(mtr_reader *r, uint64_t k) {
+/* Reads chunk k into `bytes`: header checks, both frames decompressed, tags checked. Reads
+ * only what open() set (path, index, descriptor), so the read-ahead thread may run it. */
+static int fetch_chunk(const mtr_reader *r, ZSTD_DCtx *dctx, uint64_t k, chunk_bytes *bytes) {
   const chunk_entry *e = &r->chunks[k];
   uint8_t h[MTR_CHUNK_HEADER_BYTES];
   int rc = read_at(r, e->offset, h, sizeof h);
@@ -334,38 +366,152 @@ static int load_chunk(mtr_reader *r, uint64_t k) {
   size_t frames = compressed + address_compressed;
   size_t columns = records + site_bytes + attribute_bytes; /* the first frame's bytes */
   size_t payload_bytes = columns + address_bytes;
-  if (frames > r->compressed_capacity) {
-    uint8_t *p = realloc(r->compressed, frames);
+  if (frames > bytes->compressed_capacity) {
+    uint8_t *p = realloc(bytes->compressed, frames);
     if (!p) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for a chunk", r->path);
-    r->compressed = p;
-    r->compressed_capacity = frames;
+    bytes->compressed = p;
+    bytes->compressed_capacity = frames;
   }
-  if (payload_bytes + 8 > r->payload_capacity) {
-    uint8_t *p = realloc(r->payload, payload_bytes + 8); /* + 8: the decoder's 8-byte loads */
+  if (payload_bytes + 8 > bytes->payload_capacity) {
+    uint8_t *p = realloc(bytes->payload, payload_bytes + 8); /* + 8: the decoder's 8-byte loads */
     if (!p) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for a chunk", r->path);
-    r->payload = p;
-    r->payload_capacity = payload_bytes + 8;
+    bytes->payload = p;
+    bytes->payload_capacity = payload_bytes + 8;
   }
-  rc = read_at(r, e->offset + MTR_CHUNK_HEADER_BYTES, r->compressed, frames);
+  rc = read_at(r, e->offset + MTR_CHUNK_HEADER_BYTES, bytes->compressed, frames);
   if (rc < 0) return rc;
-  rc = decompress_frame(r, k, r->payload, columns, r->compressed, compressed);
+  rc = decompress_frame(r, dctx, k, bytes->payload, columns, bytes->compressed, compressed);
   if (rc == 0)
-    rc = decompress_frame(r, k, r->payload + columns, address_bytes, r->compressed + compressed,
-                          address_compressed);
+    rc = decompress_frame(r, dctx, k, bytes->payload + columns, address_bytes,
+                          bytes->compressed + compressed, address_compressed);
   if (rc < 0) return rc;
-  memset(r->payload + payload_bytes, 0, 8);
-  if (mtr_tags_invalid(r->payload, records)) return chunk_corrupt(r, k, "bad record tag");
+  memset(bytes->payload + payload_bytes, 0, 8);
+  if (mtr_tags_invalid(bytes->payload, records)) return chunk_corrupt(r, k, "bad record tag");
+  bytes->records = records;
+  bytes->site_bytes = site_bytes;
+  bytes->address_bytes = address_bytes;
+  bytes->attribute_bytes = attribute_bytes;
+  return MS_OK;
+}
+
+static void chunk_bytes_free(chunk_bytes *bytes) {
+  free(bytes->compressed);
+  free(bytes->payload);
+}
+
+static void *read_ahead_main(void *arg) {
+  mtr_reader *r = arg;
+  read_ahead *a = r->ahead;
+  pthread_mutex_lock(&a->lock);
+  for (;;) {
+    while (!a->stop && !a->pending)
+      pthread_cond_wait(&a->wake, &a->lock);
+    if (a->stop) break;
+    uint64_t k = a->wanted;
+    pthread_mutex_unlock(&a->lock);
+    int rc = fetch_chunk(r, a->dctx, k, &a->bytes);
+    pthread_mutex_lock(&a->lock);
+    a->status = rc;
+    if (rc < 0) snprintf(a->error, sizeof a->error, "%s", ms_error_message());
+    a->ready = (int64_t)k;
+    a->pending = 0;
+    pthread_cond_signal(&a->done);
+  }
+  pthread_mutex_unlock(&a->lock);
+  return NULL;
+}
+
+/* Starts the read-ahead thread; on any failure the reader just reads synchronously. */
+static void read_ahead_start(mtr_reader *r) {
+  read_ahead *a = calloc(1, sizeof *a);
+  if (!a || !(a->dctx = ZSTD_createDCtx())) {
+    free(a);
+    r->ahead_failed = 1;
+    return;
+  }
+  a->ready = -1;
+  pthread_mutex_init(&a->lock, NULL);
+  pthread_cond_init(&a->wake, NULL);
+  pthread_cond_init(&a->done, NULL);
+  r->ahead = a;
+  if (pthread_create(&a->thread, NULL, read_ahead_main, r) != 0) {
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->wake);
+    pthread_cond_destroy(&a->done);
+    ZSTD_freeDCtx(a->dctx);
+    free(a);
+    r->ahead = NULL;
+    r->ahead_failed = 1;
+  }
+}
+
+static void read_ahead_stop(mtr_reader *r) {
+  read_ahead *a = r->ahead;
+  if (!a) return;
+  pthread_mutex_lock(&a->lock);
+  a->stop = 1;
+  pthread_cond_signal(&a->wake);
+  pthread_mutex_unlock(&a->lock);
+  pthread_join(a->thread, NULL);
+  pthread_mutex_destroy(&a->lock);
+  pthread_cond_destroy(&a->wake);
+  pthread_cond_destroy(&a->done);
+  ZSTD_freeDCtx(a->dctx);
+  chunk_bytes_free(&a->bytes);
+  free(a);
+  r->ahead = NULL;
+}
+
+/* If chunk k was read ahead, swaps its bytes in as the current chunk and returns 1 with its
+ * status in *rc; else 0. Waits for a read-ahead in progress. */
+static int read_ahead_take(mtr_reader *r, uint64_t k, int *rc) {
+  read_ahead *a = r->ahead;
+  pthread_mutex_lock(&a->lock);
+  while (a->pending)
+    pthread_cond_wait(&a->done, &a->lock);
+  int taken = a->ready == (int64_t)k;
+  if (taken) {
+    chunk_bytes spare = r->current;
+    r->current = a->bytes;
+    a->bytes = spare;
+    a->ready = -1;
+    *rc = a->status;
+    if (a->status < 0) ms_error_set(a->status, "%s", a->error);
+  }
+  pthread_mutex_unlock(&a->lock);
+  return taken;
+}
+
+static void read_ahead_ask(mtr_reader *r, uint64_t k) {
+  read_ahead *a = r->ahead;
+  pthread_mutex_lock(&a->lock);
+  a->wanted = k;
+  a->ready = -1;
+  a->pending = 1;
+  pthread_cond_signal(&a->wake);
+  pthread_mutex_unlock(&a->lock);
+}
+
+/* Loads chunk k (read ahead, or read now) and points the column cursors at its bytes; asks
+ * for chunk k + 1 to be read ahead. */
+static int load_chunk(mtr_reader *r, uint64_t k) {
+  int rc;
+  if (!r->ahead && !r->ahead_failed && r->chunk_count > 1) read_ahead_start(r);
+  if (!r->ahead || !read_ahead_take(r, k, &rc)) rc = fetch_chunk(r, r->dctx, k, &r->current);
+  if (rc < 0) return rc; /* the state stays: the next call fails the same way */
+  if (r->ahead && k + 1 < r->chunk_count) read_ahead_ask(r, k + 1);
+  const chunk_bytes *c = &r->current;
   r->chunk = k;
   r->next_chunk = k + 1;
-  r->records = records;
+  r->records = c->records;
   r->position = 0;
   r->previous_slot = 0;
   r->previous_address = 0;
-  r->tags = r->payload;
-  r->site_p = r->tags + records;
-  r->site_end = r->attribute_p = r->site_p + site_bytes;
-  r->attribute_end = r->address_p = r->attribute_p + attribute_bytes;
-  r->address_end = r->address_p + address_bytes;
+  r->tags = c->payload;
+  r->site_p = r->tags + c->records;
+  r->site_end = r->attribute_p = r->site_p + c->site_bytes;
+  r->attribute_end = r->address_p = r->attribute_p + c->attribute_bytes;
+  r->address_end = r->address_p + c->address_bytes;
   decode_slots_reset(r->states, r->slot_count);
   return MS_OK;
 }
@@ -523,10 +669,10 @@ static int reader_seek(ms_source *source, uint64_t index) {
 
 static void reader_destroy(ms_source *source) {
   mtr_reader *r = (mtr_reader *)source;
+  read_ahead_stop(r);
   if (r->file) fclose(r->file);
   ZSTD_freeDCtx(r->dctx);
-  free(r->compressed);
-  free(r->payload);
+  chunk_bytes_free(&r->current);
   free(r->states);
   free(r->chunks);
   free(r->path);

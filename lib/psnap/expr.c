@@ -6,7 +6,10 @@
  * cursor reaches element i by skipping whole iterations arithmetically: a seek costs
  * O(depth x children per group), whatever the length. Sums wrap modulo 2^64 like
  * addresses do. Text form: leaves `+16`, `-8`, `s3`, exponents `^N` (N >= 2), groups
- * `( ... )` with an optional exponent, items separated by one blank.
+ * `( ... )` with an optional exponent, items separated by one blank. In orders, a run
+ * of three or more consecutive sites once each is written as a range `s0..s22` (sites
+ * are numbered in order of first appearance, so every order starts with one); the
+ * parser expands a range into its leaves, so the model does not know ranges.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -159,6 +162,12 @@ static void text_append(text_buffer *buffer, const char *text, size_t size) {
   buffer->data[buffer->size] = 0;
 }
 
+/* 1 if node id is a leaf of repeat 1 (and of value `value`, unless value is 0). */
+static int is_site_once(const ms_psnap_expr *expr, uint32_t id, int64_t value) {
+  const ms_psnap_node *node = &expr->nodes[id];
+  return node->count == 0 && node->repeat == 1 && (value == 0 || node->value == value);
+}
+
 static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kind kind,
                        text_buffer *out) {
   const ms_psnap_node *node = &expr->nodes[id];
@@ -172,6 +181,20 @@ static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kin
     if (id != expr->root) text_append(out, "(", 1);
     for (uint32_t c = 0; c < node->count; c++) {
       if (c) text_append(out, " ", 1);
+      uint32_t last = c;
+      while (kind == MS_PSNAP_SITES && last + 1 < node->count &&
+             is_site_once(expr, expr->children[node->first + last], 0) &&
+             is_site_once(expr, expr->children[node->first + last + 1],
+                          expr->nodes[expr->children[node->first + last]].value + 1))
+        last++;
+      if (last >= c + 2) { /* a range sV..sW */
+        n = snprintf(item, sizeof item, "s%" PRId64 "..s%" PRId64,
+                     expr->nodes[expr->children[node->first + c]].value,
+                     expr->nodes[expr->children[node->first + last]].value);
+        text_append(out, item, (size_t)n);
+        c = last;
+        continue;
+      }
       print_node(expr, expr->children[node->first + c], kind, out);
     }
     if (id != expr->root) text_append(out, ")", 1);
@@ -255,7 +278,7 @@ static int parse_leaf(parser *ps, int64_t *value) {
   if (ps->kind == MS_PSNAP_SITES) {
     if (*ps->p != 's') return parse_error(ps, "expected a site such as s3, '(' or ')'");
     ps->p++;
-    uint64_t v;
+    uint64_t v = 0;
     int rc = parse_unsigned(ps, &v);
     if (rc < 0) return rc;
     if (v > UINT32_MAX) return parse_error(ps, "site number too large");
@@ -266,7 +289,7 @@ static int parse_leaf(parser *ps, int64_t *value) {
     return parse_error(ps, "expected a stride such as +16, '(' or ')'");
   int negative = *ps->p == '-';
   ps->p++;
-  uint64_t v;
+  uint64_t v = 0;
   int rc = parse_unsigned(ps, &v);
   if (rc < 0) return rc;
   if (v > (uint64_t)INT64_MAX + (negative ? 1u : 0u))
@@ -327,7 +350,34 @@ int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_p
     } else {
       int64_t value = 0;
       uint64_t repeat = 1;
-      if ((rc = parse_leaf(&ps, &value)) < 0 || (rc = parse_exponent(&ps, &repeat)) < 0) break;
+      if ((rc = parse_leaf(&ps, &value)) < 0) break;
+      if (ps.kind == MS_PSNAP_SITES && ps.end - ps.p >= 2 && ps.p[0] == '.' && ps.p[1] == '.') {
+        /* a range sV..sW: the leaves sV, sV+1, ..., sW */
+        int64_t last;
+        ps.p += 2;
+        if (ps.p >= ps.end) {
+          rc = parse_error(&ps, "expected the last site of the range");
+          break;
+        }
+        const char *at = ps.p;
+        if ((rc = parse_leaf(&ps, &last)) < 0) break;
+        if (last <= value || last - value > (1 << 24)) {
+          ps.p = at;
+          rc = parse_error(&ps, "a range sV..sW has V < W, at most 2^24 apart");
+          break;
+        }
+        if (ps.p < ps.end && *ps.p == '^') {
+          rc = parse_error(&ps, "a range takes no repeat: group it, (s0..s3)^2");
+          break;
+        }
+        for (int64_t v = value; rc == 0 && v < last; v++) {
+          int64_t id = ms_psnap_expr_leaf(expr, v, 1);
+          rc = id < 0 ? (int)id : push(&ps, (uint32_t)id);
+        }
+        if (rc < 0) break;
+        value = last;
+      } else if ((rc = parse_exponent(&ps, &repeat)) < 0)
+        break;
       int64_t id = ms_psnap_expr_leaf(expr, value, repeat);
       if (id < 0) {
         rc = (int)id;

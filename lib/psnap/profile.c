@@ -1,12 +1,18 @@
 /* The .psnap text format: writing and parsing (docs/formats.md, "The .psnap profile").
  *
- * Line-oriented: a header of `key value` lines, one block per site (`site N` then
- * indented `key value` lines), then one block per thread with its order. The writer
- * emits every field in a fixed order, so text -> parse -> text gives identical bytes.
- * The parser accepts any blanks before a key, names file:line:column on every error,
- * and checks what replay relies on: site numbers dense and in order, every site of an
- * order known and of that thread, each site's count equal to its uses in the order.
+ * Version 2 (written): a header of `key value` lines, then one line per site
+ * (`s24 store 8 x100000 @0x4af0010 +8^99999 at stream_add.c:16 pc=0x1090e9 in main`,
+ * defaults left out: thread 0, the class the pattern suggests, files relative to a
+ * `source-dir` header line), indented continuation lines for lossy and lossless sites,
+ * then one line per thread with its order. Version 1 (one `key value` line per field of
+ * a site, blocks per site and thread) is still read. The writer emits every field in a
+ * fixed order, so text -> parse -> text gives identical bytes. The parser accepts any
+ * blanks before a key, names file:line:column on every error, and checks what replay
+ * relies on: site numbers dense and in order, every site of an order known and of that
+ * thread, each site's count equal to its uses in the order.
  * Exact addresses of --lossless sites: zigzag varint deltas, zstd, base64, one line.
+ * Compressed profiles: the whole text through zstd (told by the zstd magic), decompressed
+ * as a stream into at most MS_PSNAP_MAX_TEXT bytes: the frame header's size is not trusted.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,7 +24,8 @@
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"
 
-#define PSNAP_MAGIC "psnap 1"
+#define PSNAP_MAGIC "psnap 2"
+#define PSNAP_MAGIC_1 "psnap 1" /* still read */
 
 void ms_psnap_profile_free(ms_psnap_profile *profile) {
   for (uint32_t i = 0; i < profile->site_count; i++) {
@@ -100,42 +107,109 @@ static int write_addresses(FILE *out, const uint64_t *addresses, uint64_t count)
   return 0;
 }
 
-static int write_site(const ms_psnap_profile *profile, uint32_t id, FILE *out) {
+/* The class a site's storage and pattern suggest; written only when the site's differs:
+ * a single stride (or none) is constant, any other exact pattern a simple repeat, a site
+ * without a pattern undesignated. */
+static ms_stride_class default_class(const ms_psnap_site *site) {
+  const ms_psnap_expr *e = &site->pattern;
+  if (site->lossy || site->addresses) return MS_STRIDE_UNDESIGNATED;
+  if (!e->finished || e->nodes == NULL) return MS_STRIDE_CONSTANT;
+  const ms_psnap_node *root = &e->nodes[e->root];
+  if (root->count == 0) return MS_STRIDE_CONSTANT;
+  if (root->count == 1 && e->nodes[e->children[root->first]].count == 0) return MS_STRIDE_CONSTANT;
+  return MS_STRIDE_SIMPLE_REPEAT;
+}
+
+/* 1 if `file` lies in directory dir[0, length) at one '/' and can be written relative to
+ * it: the parser's DIR/FILE then gives the path back. */
+static int under_dir(const char *file, const char *dir, size_t length) {
+  return !strncmp(file, dir, length) && file[length] == '/' && file[length + 1] != '/' &&
+         file[length + 1] != '\0';
+}
+
+/* The `source-dir`: of the directories of the sites' source files, the one whose
+ * shortening saves the most bytes (length of the directory in `*dir`, 0 if none). Only
+ * when every file is absolute: the parser joins relative names to it. */
+static size_t source_dir(const ms_psnap_profile *profile, const char **dir) {
+  const char *best = NULL, *previous = NULL;
+  size_t best_length = 0;
+  uint64_t best_saved = 0;
+  for (uint32_t i = 0; i < profile->site_count; i++) {
+    const ms_site *where = ms_site_table_get(profile->info.sites, profile->sites[i].trace_site);
+    if (!where || !where->file) continue;
+    if (where->file[0] != '/') return 0;
+    if (previous && !strcmp(previous, where->file)) continue; /* sites of one file in a row */
+    previous = where->file;
+    size_t length = (size_t)(strrchr(where->file, '/') - where->file);
+    if (length < 2 || (best && length == best_length && !strncmp(best, where->file, length)))
+      continue;
+    uint64_t saved = 0;
+    for (uint32_t j = 0; j < profile->site_count; j++) {
+      const ms_site *other = ms_site_table_get(profile->info.sites, profile->sites[j].trace_site);
+      if (other && other->file && under_dir(other->file, where->file, length)) saved += length + 1;
+    }
+    if (saved > best_saved) best = where->file, best_length = length, best_saved = saved;
+  }
+  *dir = best;
+  return best ? best_length : 0;
+}
+
+/* A file as one token of a site line: quoted if it holds a blank, quote or backslash. */
+static void write_file(FILE *out, const char *file) {
+  if (file[0] == '"' || strpbrk(file, " \t\"\\\n"))
+    write_quoted(out, file);
+  else
+    fputs(file, out);
+}
+
+/* One line per site (docs/formats.md): sN KIND SIZE xCOUNT [tTHREAD] @FIRST STORAGE
+ * [class=C] [at FILE:LINE] [pc=PC] [in FUNCTION]; lossy and lossless sites continue on
+ * indented lines. */
+static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *dir,
+                      size_t dir_length, FILE *out) {
   const ms_psnap_site *site = &profile->sites[id];
   const ms_site *where = ms_site_table_get(profile->info.sites, site->trace_site);
-  fprintf(out, "\nsite %" PRIu32 "\n", id);
-  if (where && where->function) fprintf(out, "  function %s\n", where->function);
-  if (where && where->file) fprintf(out, "  line %s:%" PRIu32 "\n", where->file, where->line);
-  if (where) fprintf(out, "  pc 0x%" PRIx64 "\n", where->pc);
-  fprintf(out, "  thread %u\n  kind %s\n  size %u\n  count %" PRIu64 "\n  first 0x%" PRIx64 "\n",
-          site->thread, ms_access_kind_name((ms_access_kind)site->kind), site->size, site->count,
-          site->first_address);
-  fprintf(out, "  class %s\n", ms_stride_class_name(site->cls));
-  if (site->addresses) {
-    fputs("  stored lossless\n", out);
-    return write_addresses(out, site->addresses, site->count);
+  fprintf(out, "s%" PRIu32 " %s %u x%" PRIu64, id, ms_access_kind_name((ms_access_kind)site->kind),
+          site->size, site->count);
+  if (site->thread) fprintf(out, " t%u", site->thread);
+  fprintf(out, " @0x%" PRIx64, site->first_address);
+  int rc = 0;
+  if (site->addresses)
+    fputs(" lossless", out);
+  else if (site->lossy)
+    fprintf(out, " lossy range 0x%" PRIx64 " 0x%" PRIx64 " align %" PRIu64, site->low, site->high,
+            site->alignment);
+  else if (site->pattern.total) {
+    fputc(' ', out);
+    rc = ms_psnap_expr_print(&site->pattern, MS_PSNAP_STRIDES, out);
   }
-  if (site->lossy) {
-    fprintf(out, "  stored lossy\n  range 0x%" PRIx64 " 0x%" PRIx64 "\n  alignment %" PRIu64 "\n",
-            site->low, site->high, site->alignment);
+  if (site->cls != default_class(site)) fprintf(out, " class=%s", ms_stride_class_name(site->cls));
+  if (where && where->file) {
+    fputs(" at ", out);
+    write_file(out, dir_length && under_dir(where->file, dir, dir_length)
+                        ? where->file + dir_length + 1
+                        : where->file);
+    fprintf(out, ":%" PRIu32, where->line);
+  }
+  if (where && where->pc) fprintf(out, " pc=0x%" PRIx64, where->pc);
+  if (where && where->function && where->function[0]) fprintf(out, " in %s", where->function);
+  fputc('\n', out);
+  if (rc < 0) return rc;
+  if (site->addresses) return write_addresses(out, site->addresses, site->count);
+  if (site->lossy)
     for (int g = 0; g < MS_PSNAP_SEGMENTS; g++) {
       fputs("  histogram", out);
       for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
         fprintf(out, " %" PRIu64, site->histogram[g][b]);
       fputc('\n', out);
     }
-    return 0;
-  }
-  fputs(site->pattern.total ? "  stored exact\n  pattern " : "  stored exact\n  pattern", out);
-  int rc = ms_psnap_expr_print(&site->pattern, MS_PSNAP_STRIDES, out);
-  fputc('\n', out);
-  return rc;
+  return 0;
 }
 
 int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
   const ms_stream_info *info = &profile->info;
-  fputs(PSNAP_MAGIC "\n# memsnap PSnAP profile: sites (first address + stride pattern), then the\n"
-                    "# order of sites per thread. `memsnap replay` regenerates the accesses.\n",
+  fputs(PSNAP_MAGIC "\n# site: sN kind size xcount [tthread] @first strides (+8^9: 9 times +8)"
+                    " [at file:line] [pc=] [in function]\n",
         out);
   if (info->program) {
     fputs("program ", out);
@@ -151,27 +225,33 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
   if (info->capture) fprintf(out, "capture %s\n", info->capture);
   if (info->flags & MS_STREAM_SAMPLED)
     fprintf(out, "sampling on %" PRIu64 " off %" PRIu64 "\n", info->sample_on, info->sample_off);
-  else
-    fputs("sampling none\n", out);
-  fprintf(out, "selection %s\n", profile->selection ? profile->selection : "all");
+  const char *selection = profile->selection ? profile->selection : "all";
+  if (info->program && !strncmp(selection, "executable ", 11) &&
+      !strcmp(selection + 11, info->program))
+    fputs("selection executable\n", out); /* the program's own */
+  else if (strcmp(selection, "all") != 0)
+    fprintf(out, "selection %s\n", selection);
   if (profile->has_excluded) fprintf(out, "excluded %" PRIu64 "\n", profile->excluded);
   fprintf(out, "accesses %" PRIu64 "\nsites %" PRIu32 "\nthreads %" PRIu32 "\n",
           profile->access_count, profile->site_count, profile->thread_count);
+  const char *dir = NULL;
+  size_t dir_length = source_dir(profile, &dir);
+  if (dir_length) fprintf(out, "source-dir %.*s\n", (int)dir_length, dir);
   for (uint32_t i = 0; i < profile->site_count; i++) {
-    int rc = write_site(profile, i, out);
+    int rc = write_site(profile, i, dir, dir_length, out);
     if (rc < 0) return rc;
   }
   for (uint32_t t = 0; t < profile->thread_count; t++) {
     const ms_psnap_thread_order *order = &profile->threads[t];
-    fprintf(out, "\nthread %" PRIu32 "\n  accesses %" PRIu64 "\n", t, order->accesses);
+    fprintf(out, "thread %" PRIu32 " accesses %" PRIu64 " order", t, order->accesses);
     if (!order->lossy) {
-      fputs(order->order.total ? "  order " : "  order", out);
+      if (order->order.total) fputc(' ', out);
       int rc = ms_psnap_expr_print(&order->order, MS_PSNAP_SITES, out);
       if (rc < 0) return rc;
       fputc('\n', out);
       continue;
     }
-    fprintf(out, "  order lossy\n  start s%" PRIu32 "\n", order->first_site);
+    fprintf(out, " lossy start s%" PRIu32 "\n", order->first_site);
     for (uint32_t k = 0; k < order->transition_count; k++)
       fprintf(out, "  path s%" PRIu32 " s%" PRIu32 " %" PRIu64 "\n", order->transition_from[k],
               order->transition_to[k], order->transition_times[k]);
@@ -179,11 +259,40 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
   return ferror(out) ? ms_error_set(MS_ERR_IO, "write failed: %m") : 0;
 }
 
+int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *memory = open_memstream(&text, &size);
+  if (!memory) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int rc = ms_psnap_profile_write(profile, memory);
+  if (fclose(memory) != 0 && rc == 0) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  size_t bound = ZSTD_compressBound(size);
+  char *packed = rc == 0 ? malloc(bound) : NULL;
+  if (rc == 0 && !packed) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (rc == 0) {
+    /* level 19: a profile is kilobytes, compressing it takes milliseconds */
+    size_t packed_size = ZSTD_compress(packed, bound, text, size, 19);
+    if (ZSTD_isError(packed_size))
+      rc = ms_error_set(MS_ERR_NOMEM, "zstd: %s", ZSTD_getErrorName(packed_size));
+    else if (fwrite(packed, 1, packed_size, out) != packed_size)
+      rc = ms_error_set(MS_ERR_IO, "write failed: %m");
+  }
+  free(packed);
+  free(text);
+  return rc;
+}
+
 int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path) {
+  size_t n = strlen(path);
+  return ms_psnap_profile_save_as(profile, path, n > 4 && !strcmp(path + n - 4, ".zst"));
+}
+
+int ms_psnap_profile_save_as(const ms_psnap_profile *profile, const char *path, int compress) {
   ms_output output;
   int rc = ms_output_open(&output, path);
   if (rc < 0) return rc;
-  rc = ms_psnap_profile_write(profile, output.file);
+  rc = compress ? ms_psnap_profile_write_compressed(profile, output.file)
+                : ms_psnap_profile_write(profile, output.file);
   if (rc < 0) {
     ms_output_abort(&output);
     return rc;
@@ -198,6 +307,8 @@ typedef struct reader {
   const char *line, *end, *p; /* current line [line, end), position p */
   unsigned number;
   const char *next, *text_end;
+  int version;      /* 1 or 2 */
+  char *source_dir; /* version 2: the directory of relative source files, or NULL */
 } reader;
 
 static int read_error(const reader *r, const char *format, ...)
@@ -538,6 +649,8 @@ static int read_transition(reader *r, ms_psnap_thread_order *order, uint32_t *ca
   return 0;
 }
 
+static int check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsigned order_line);
+
 static int read_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
   ms_psnap_thread_order *order = &profile->threads[t];
   int rc = 0, have_order = 0;
@@ -570,6 +683,14 @@ static int read_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
   }
   if (rc < 0) return rc;
   if (!have_order) return read_error(r, "thread %u has no order", t);
+  return check_order(r, profile, t, order_line);
+}
+
+/* What replay relies on: every site of thread t's order exists, belongs to the thread,
+ * and is used `count` times; the order holds the accesses it declares. */
+static int check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsigned order_line) {
+  ms_psnap_thread_order *order = &profile->threads[t];
+  int rc = 0;
   if (order->lossy && ms_psnap_expr_finish(&order->order, NULL, 0) < 0) return MS_ERR_NOMEM;
   /* Every site of the order exists, belongs to this thread, and is used `count` times. */
   uint64_t *uses = calloc(profile->site_count + 1, sizeof *uses);
@@ -623,14 +744,253 @@ static int read_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
   return 0;
 }
 
+/* ---- version 2: one line per site ---- */
+
+/* The source file of `at FILE:LINE`, joined to source-dir when relative. */
+static int read_at(reader *r, char **file, uint64_t *line) {
+  char *name = NULL;
+  if (r->p < r->end && *r->p == '"') {
+    name = malloc((size_t)(r->end - r->p) + 1);
+    if (!name) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    char *q = name;
+    for (r->p++; r->p < r->end && *r->p != '"'; r->p++) {
+      if (*r->p == '\\' && r->p + 1 < r->end) {
+        r->p++;
+        *q++ = *r->p == 'n' ? '\n' : *r->p == 't' ? '\t' : *r->p;
+      } else
+        *q++ = *r->p;
+    }
+    *q = 0;
+    if (r->p >= r->end) {
+      free(name);
+      return read_error(r, "unterminated string");
+    }
+    r->p++;
+    if (r->p >= r->end || *r->p != ':') {
+      free(name);
+      return read_error(r, "expected ':LINE' after the file");
+    }
+  } else {
+    const char *token_end = memchr(r->p, ' ', (size_t)(r->end - r->p));
+    if (!token_end) token_end = r->end;
+    const char *colon = NULL;
+    for (const char *q = r->p; q < token_end; q++)
+      if (*q == ':') colon = q;
+    if (!colon) return read_error(r, "expected FILE:LINE");
+    if (!(name = strndup(r->p, (size_t)(colon - r->p))))
+      return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    r->p = colon;
+  }
+  r->p++; /* the colon */
+  int rc = read_unsigned(r, 10, line);
+  if (rc == 0 && *line > UINT32_MAX) rc = read_error(r, "line number too large");
+  if (rc == 0 && r->source_dir && name[0] != '/') {
+    char *joined = malloc(strlen(r->source_dir) + strlen(name) + 2);
+    if (!joined)
+      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+    else {
+      sprintf(joined, "%s/%s", r->source_dir, name);
+      free(name);
+      name = joined;
+    }
+  }
+  if (rc < 0) {
+    free(name);
+    return rc;
+  }
+  *file = name;
+  return 0;
+}
+
+/* sN KIND SIZE xCOUNT [tTHREAD] @FIRST STORAGE [class=C] [at FILE:LINE] [pc=PC]
+ * [in FUNCTION], then indented histogram or addresses lines. r is at the site line. */
+static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
+  ms_psnap_site *site = &profile->sites[id];
+  char *function = NULL, *file = NULL;
+  uint64_t line = 0, pc = 0, value = 0;
+  int rc = 0, stored = 0, histograms = 0, explicit_class = -1;
+  ms_psnap_expr_init(&site->pattern);
+  if (r->p >= r->end || *r->p != 's')
+    return read_error(r, "expected 's%u' (the header declares %u sites)", id, profile->site_count);
+  r->p++;
+  if ((rc = read_unsigned(r, 10, &value)) < 0) return rc;
+  if (value != id) {
+    r->p = r->line;
+    return read_error(r, "expected site s%u here, found s%" PRIu64, id, value);
+  }
+  const char *word = r->p;
+  while (r->p < r->end && *r->p != ' ')
+    r->p++;
+  char kind_name[16] = "";
+  if ((size_t)(r->p - word) < sizeof kind_name)
+    memcpy(kind_name, word, (size_t)(r->p - word)), kind_name[r->p - word] = 0;
+  int k = ms_access_kind_parse(kind_name);
+  if (k < 0) {
+    r->p = word;
+    return read_error(r, "kind is load, store or modify");
+  }
+  site->kind = (uint8_t)k;
+  while (r->p < r->end && *r->p == ' ')
+    r->p++;
+  if ((rc = read_unsigned(r, 10, &value)) < 0) return rc;
+  if (value == 0 || value > 255) return read_error(r, "size is 1 to 255 bytes");
+  site->size = (uint8_t)value;
+  if (r->p >= r->end || *r->p != 'x') return read_error(r, "expected xCOUNT");
+  r->p++;
+  if ((rc = read_unsigned(r, 10, &site->count)) < 0) return rc;
+  if (r->p < r->end && *r->p == 't') {
+    r->p++;
+    if ((rc = read_unsigned(r, 10, &value)) < 0) return rc;
+    if (value > UINT16_MAX) return read_error(r, "thread number too large");
+    site->thread = (uint16_t)value;
+  }
+  if (r->p >= r->end || *r->p != '@') return read_error(r, "expected @FIRST-ADDRESS");
+  r->p++;
+  if ((rc = read_unsigned(r, 16, &site->first_address)) < 0) return rc;
+  if (key_is(r, "lossless"))
+    stored = 2;
+  else if (key_is(r, "lossy")) {
+    stored = 1, site->lossy = 1;
+    if (!key_is(r, "range")) return read_error(r, "expected 'range LOW HIGH'");
+    if ((rc = read_unsigned(r, 16, &site->low)) < 0 || (rc = read_unsigned(r, 16, &site->high)) < 0)
+      return rc;
+    if (site->high < site->low) return read_error(r, "range: low is above high");
+    if (!key_is(r, "align")) return read_error(r, "expected 'align N'");
+    if ((rc = read_unsigned(r, 10, &site->alignment)) < 0) return rc;
+    if (site->alignment == 0) return read_error(r, "alignment is at least 1");
+  }
+  /* An exact site's strides: signs, digits, parentheses, ^ and blanks, up to a word. */
+  const char *pattern = r->p;
+  if (stored == 0)
+    while (r->p < r->end && (strchr("+-()^ ", *r->p) || (*r->p >= '0' && *r->p <= '9')))
+      r->p++;
+  const char *pattern_end = r->p;
+  while (pattern_end > pattern && pattern_end[-1] == ' ')
+    pattern_end--;
+  rc = ms_psnap_expr_parse(&site->pattern, pattern, (size_t)(pattern_end - pattern),
+                           MS_PSNAP_STRIDES, r->name, r->number, (unsigned)(pattern - r->line) + 1);
+  if (rc < 0) return rc;
+  if (r->p + 6 <= r->end && !memcmp(r->p, "class=", 6)) {
+    r->p += 6;
+    const char *name_start = r->p;
+    while (r->p < r->end && *r->p != ' ')
+      r->p++;
+    char name[32] = "";
+    if ((size_t)(r->p - name_start) < sizeof name)
+      memcpy(name, name_start, (size_t)(r->p - name_start)), name[r->p - name_start] = 0;
+    if ((explicit_class = ms_stride_class_parse(name)) < 0) {
+      r->p = name_start;
+      return read_error(r, "unknown class");
+    }
+    while (r->p < r->end && *r->p == ' ')
+      r->p++;
+  }
+  if (key_is(r, "at") && (rc = read_at(r, &file, &line)) < 0) return rc;
+  if (r->p + 3 <= r->end && !memcmp(r->p, "pc=", 3)) {
+    r->p += 3;
+    if ((rc = read_unsigned(r, 16, &pc)) < 0) goto out;
+  }
+  if (key_is(r, "in")) {
+    if (r->p < r->end && !(function = copy_rest(r))) {
+      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+  }
+  if ((rc = read_end(r)) < 0) goto out;
+  /* indented continuation lines */
+  while (rc == 0 && next_line(r)) {
+    if (r->p == r->line) break;
+    if (stored == 1 && key_is(r, "histogram")) {
+      if (histograms == MS_PSNAP_SEGMENTS)
+        rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
+      for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
+        rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
+      histograms++;
+      if (rc == 0) rc = read_end(r);
+    } else if (stored == 2 && !site->addresses && key_is(r, "addresses"))
+      rc = read_addresses(r, site);
+    else
+      rc = read_error(r, stored == 1   ? "expected a histogram line"
+                         : stored == 2 ? "expected one addresses line"
+                                       : "an exact site has no indented lines");
+  }
+  if (rc == 0 && stored == 1 && histograms != MS_PSNAP_SEGMENTS)
+    rc = read_error(r, "lossy site %u needs %d histogram lines", id, MS_PSNAP_SEGMENTS);
+  if (rc == 0 && stored == 2 && !site->addresses)
+    rc = read_error(r, "lossless site %u has no addresses line", id);
+  if (rc == 0) {
+    site->cls = explicit_class >= 0 ? (ms_stride_class)explicit_class : default_class(site);
+    site->trace_site = id;
+    rc = add_location(profile, function, file, (uint32_t)line, pc);
+  }
+out:
+  free(function);
+  free(file);
+  return rc;
+}
+
+/* thread N accesses A order EXPR | order lossy start sK, then indented path lines. */
+static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
+  ms_psnap_thread_order *order = &profile->threads[t];
+  uint32_t capacity = 0;
+  unsigned order_line = r->number;
+  uint64_t value;
+  int rc;
+  ms_psnap_expr_init(&order->order);
+  if (!key_is(r, "thread")) return read_error(r, "expected 'thread %u'", t);
+  if ((rc = read_unsigned(r, 10, &value)) < 0) return rc;
+  if (value != t) {
+    r->p = r->line;
+    return read_error(r, "expected thread %u here, found %" PRIu64, t, value);
+  }
+  if (!key_is(r, "accesses")) return read_error(r, "expected 'accesses N'");
+  if ((rc = read_unsigned(r, 10, &order->accesses)) < 0) return rc;
+  if (!key_is(r, "order")) return read_error(r, "expected 'order'");
+  if (key_is(r, "lossy")) {
+    order->lossy = 1;
+    if (!key_is(r, "start") || r->p >= r->end || *r->p != 's')
+      return read_error(r, "expected 'start sN'");
+    r->p++;
+    if ((rc = read_number_line(r, 10, &value)) < 0) return rc;
+    if (value > UINT32_MAX) return read_error(r, "site number too large");
+    order->first_site = (uint32_t)value;
+  } else if ((rc = ms_psnap_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_PSNAP_SITES,
+                                       r->name, r->number, (unsigned)(r->p - r->line) + 1)) < 0)
+    return rc;
+  while (rc == 0 && next_line(r)) {
+    if (r->p == r->line) break;
+    if (order->lossy && key_is(r, "path"))
+      rc = read_transition(r, order, &capacity);
+    else
+      rc = read_error(r, order->lossy ? "expected a path line" : "unexpected indented line");
+  }
+  if (rc < 0) return rc;
+  return check_order(r, profile, t, order_line);
+}
+
 static int read_header(reader *r, ms_psnap_profile *profile) {
   ms_stream_info *info = &profile->info;
   uint64_t value;
-  int rc = 0, have_sites = 0, have_threads = 0;
+  int rc = 0, have_sites = 0, have_threads = 0, own_executable = 0;
+  unsigned selection_line = 0;
   while (rc == 0 && next_line(r)) {
-    if (key_is(r, "site") || key_is(r, "thread")) {
+    if (key_is(r, "site") || key_is(r, "thread") ||
+        (r->version == 2 && r->p + 1 < r->end && r->p[0] == 's' && r->p[1] >= '0' &&
+         r->p[1] <= '9')) {
       r->p = r->line;
       break;
+    }
+    if (r->version == 2 && key_is(r, "source-dir")) {
+      free(r->source_dir);
+      if (!(r->source_dir = copy_rest(r))) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+      continue;
+    }
+    if (r->version == 2 && r->end - r->p == 20 &&
+        !memcmp(r->p, "selection executable", 20)) { /* the program's own executable */
+      own_executable = 1;
+      selection_line = r->number;
+      r->p = r->end;
+      continue;
     }
     if (key_is(r, "program")) {
       free(info->program);
@@ -685,18 +1045,34 @@ static int read_header(reader *r, ms_psnap_profile *profile) {
   }
   if (rc == 0 && (!have_sites || !have_threads))
     rc = read_error(r, "the header lacks 'sites' or 'threads'");
+  if (rc == 0 && own_executable) {
+    if (!info->program)
+      return ms_error_set(MS_ERR_FORMAT, "%s:%u: 'selection executable' without a program line",
+                          r->name, selection_line);
+    free(profile->selection);
+    if (!(profile->selection = malloc(strlen(info->program) + 12)))
+      return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    strcat(strcpy(profile->selection, "executable "), info->program);
+  }
+  if (rc == 0 && !profile->selection && !(profile->selection = strdup("all")))
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   return rc;
 }
 
-int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out) {
+static int parse_text(const char *text, size_t size, const char *name, ms_psnap_profile *out) {
   memset(out, 0, sizeof *out);
   reader r = {.name = name, .next = text, .text_end = text + size};
   r.line = r.p = r.end = text;
   size_t magic = strlen(PSNAP_MAGIC);
-  if (size < magic || memcmp(text, PSNAP_MAGIC, magic) != 0 ||
-      (size > magic && text[magic] != '\n'))
-    return ms_error_set(MS_ERR_FORMAT, "%s:1:1: not a memsnap profile (expected '%s')", name,
-                        PSNAP_MAGIC);
+  if (size >= magic && (size == magic || text[magic] == '\n') && !memcmp(text, PSNAP_MAGIC, magic))
+    r.version = 2;
+  else if (size >= magic && (size == magic || text[magic] == '\n') &&
+           !memcmp(text, PSNAP_MAGIC_1, magic))
+    r.version = 1;
+  else
+    return ms_error_set(MS_ERR_FORMAT,
+                        "%s:1:1: not a memsnap profile (expected '%s', or '%s' of older profiles)",
+                        name, PSNAP_MAGIC, PSNAP_MAGIC_1);
   if (memchr(text, 0, size)) return ms_error_set(MS_ERR_FORMAT, "%s: contains a NUL byte", name);
   next_line(&r);
   out->info.sites = ms_site_table_new();
@@ -722,11 +1098,16 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
       out->sites = bigger;
       capacity *= 2;
     }
-    if (!(r.p < r.end && key_is(&r, "site")))
+    if (r.version == 2) {
+      if (r.p >= r.end)
+        rc = read_error(&r, "expected 's%u' (the header declares %u sites)", i, out->site_count);
+      else
+        rc = read_site_line(&r, out, i);
+    } else if (!(r.p < r.end && key_is(&r, "site")))
       rc = read_error(&r, "expected 'site %u' (the header declares %u sites)", i, out->site_count);
     else if ((rc = read_number_line(&r, 10, &id)) == 0 && id != i)
       r.p = r.line, rc = read_error(&r, "expected site %u here, found %" PRIu64, i, id);
-    if (rc == 0) rc = read_site(&r, out, i);
+    if (rc == 0 && r.version == 1) rc = read_site(&r, out, i);
     sites_read = i + 1;
     if (rc == 0 && out->sites[i].thread >= out->thread_count)
       rc = ms_error_set(MS_ERR_FORMAT, "%s:%u: site %u: thread %u but %u threads", name, r.number,
@@ -735,12 +1116,14 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
   uint64_t total = 0;
   for (uint32_t t = 0; rc == 0 && t < out->thread_count; t++) {
     uint64_t id;
-    if (!(r.p < r.end && key_is(&r, "thread")))
+    if (r.version == 2 && r.p < r.end)
+      rc = read_thread_line(&r, out, t);
+    else if (!(r.p < r.end && key_is(&r, "thread")))
       rc = read_error(&r, "expected 'thread %u' (the header declares %u threads)", t,
                       out->thread_count);
     else if ((rc = read_number_line(&r, 10, &id)) == 0 && id != t)
       r.p = r.line, rc = read_error(&r, "expected thread %u here, found %" PRIu64, t, id);
-    if (rc == 0) rc = read_thread(&r, out, t);
+    if (rc == 0 && r.version == 1) rc = read_thread(&r, out, t);
     if (rc == 0) total += out->threads[t].accesses;
   }
   if (rc == 0 && r.p < r.end) rc = read_error(&r, "unexpected text after the last thread");
@@ -751,6 +1134,7 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
     out->info.thread_count = out->thread_count;
     out->info.access_count = out->access_count;
   }
+  free(r.source_dir);
   if (rc < 0) {
     if (!out->sites)
       out->site_count = 0;
@@ -759,6 +1143,78 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
     if (!out->threads) out->thread_count = 0;
     ms_psnap_profile_free(out);
   }
+  return rc;
+}
+
+static int is_zstd(const void *data, size_t size) {
+  static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  return size >= 4 && memcmp(data, magic, 4) == 0;
+}
+
+/* Decompresses zstd frames (any number, streamed: the frame header's size is not
+ * trusted) into a malloc'ed buffer of at most `limit` bytes. */
+static int decompress(const void *data, size_t size, const char *name, size_t limit, char **text,
+                      size_t *text_size) {
+  ZSTD_DStream *stream = ZSTD_createDStream();
+  size_t capacity = size * 4 < (1u << 16) ? 1u << 16 : size * 4;
+  if (capacity > limit + 1) capacity = limit + 1;
+  char *buffer = malloc(capacity);
+  if (!stream || !buffer) {
+    ZSTD_freeDStream(stream);
+    free(buffer);
+    return ms_error_set(MS_ERR_NOMEM, "%s: out of memory", name);
+  }
+  ZSTD_inBuffer in = {data, size, 0};
+  ZSTD_outBuffer out = {buffer, capacity, 0};
+  size_t left = 1;
+  int rc = 0;
+  while (rc == 0 && (in.pos < in.size || out.pos == out.size)) {
+    if (out.pos == out.size) {
+      if (out.size > limit) {
+        rc = ms_error_set(MS_ERR_FORMAT,
+                          "%s: decompresses to more than %zu MiB, the limit of a profile", name,
+                          limit >> 20);
+        break;
+      }
+      size_t bigger_size = out.size * 2 > limit + 1 ? limit + 1 : out.size * 2;
+      char *bigger = realloc(buffer, bigger_size);
+      if (!bigger) {
+        rc = ms_error_set(MS_ERR_NOMEM, "%s: out of memory", name);
+        break;
+      }
+      buffer = bigger;
+      out.dst = buffer;
+      out.size = bigger_size;
+    }
+    size_t before_in = in.pos, before_out = out.pos;
+    left = ZSTD_decompressStream(stream, &out, &in);
+    if (ZSTD_isError(left))
+      rc = ms_error_set(MS_ERR_FORMAT, "%s: offset %zu: corrupt zstd data: %s", name, in.pos,
+                        ZSTD_getErrorName(left));
+    else if (in.pos == before_in && out.pos == before_out && out.pos < out.size)
+      break; /* no progress: the input ends inside a frame */
+  }
+  ZSTD_freeDStream(stream);
+  if (rc == 0 && left != 0)
+    rc = ms_error_set(MS_ERR_FORMAT, "%s: offset %zu: truncated zstd data", name, in.pos);
+  if (rc < 0) {
+    free(buffer);
+    return rc;
+  }
+  *text = buffer;
+  *text_size = out.pos;
+  return 0;
+}
+
+int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out) {
+  if (!is_zstd(text, size)) return parse_text(text, size, name, out);
+  memset(out, 0, sizeof *out);
+  char *plain = NULL;
+  size_t plain_size = 0;
+  int rc = decompress(text, size, name, MS_PSNAP_MAX_TEXT, &plain, &plain_size);
+  if (rc < 0) return rc;
+  rc = parse_text(plain, plain_size, name, out);
+  free(plain);
   return rc;
 }
 
@@ -788,11 +1244,27 @@ int ms_psnap_profile_load(const char *path, ms_psnap_profile *out) {
   return rc;
 }
 
+static int is_magic(const char *head, size_t n) {
+  return n >= 8 && (!memcmp(head, PSNAP_MAGIC "\n", 8) || !memcmp(head, PSNAP_MAGIC_1 "\n", 8));
+}
+
 int ms_psnap_detect(const char *path) {
-  char head[8];
+  char head[4096];
   FILE *file = fopen(path, "rb");
   if (!file) return 0;
   size_t n = fread(head, 1, sizeof head, file);
   fclose(file);
-  return n == 8 && memcmp(head, PSNAP_MAGIC "\n", 8) == 0;
+  if (!is_zstd(head, n)) return is_magic(head, n);
+  /* compressed: the first bytes of the text */
+  char text[8];
+  ZSTD_DStream *stream = ZSTD_createDStream();
+  if (!stream) return 0;
+  ZSTD_inBuffer in = {head, n, 0};
+  ZSTD_outBuffer out = {text, sizeof text, 0};
+  while (out.pos < out.size && in.pos < in.size) {
+    size_t before = in.pos + out.pos;
+    if (ZSTD_isError(ZSTD_decompressStream(stream, &out, &in)) || in.pos + out.pos == before) break;
+  }
+  ZSTD_freeDStream(stream);
+  return is_magic(text, out.pos);
 }

@@ -13,16 +13,19 @@
 #include "memsnap/cache.h"
 #include "memsnap/error.h"
 
-#define LOAD(at) {.address = (at), .site = 0, .thread = 0, .size = 4, .kind = MS_LOAD}
-#define STORE(at) {.address = (at), .site = 0, .thread = 0, .size = 4, .kind = MS_STORE}
-#define REF(at, bytes, access_kind)                                                           \
-  {.address = (at), .site = 0, .thread = 0, .size = (bytes), .kind = (access_kind)}
+#define LOAD(at)                                                                                   \
+  { .address = (at), .site = 0, .thread = 0, .size = 4, .kind = MS_LOAD }
+#define STORE(at)                                                                                  \
+  { .address = (at), .site = 0, .thread = 0, .size = 4, .kind = MS_STORE }
+#define REF(at, bytes, access_kind)                                                                \
+  { .address = (at), .site = 0, .thread = 0, .size = (bytes), .kind = (access_kind) }
 
 static ms_hierarchy *make(const char *spec, ms_cache_policy policy,
                           ms_cache_write_policy write_policy, ms_cache_model model, uint64_t seed) {
   ms_hierarchy_config config;
   assert_int_equal(ms_hierarchy_parse(spec, &config), MS_OK);
-  for (int i = 0; i < config.level_count; i++) config.levels[i].policy = policy;
+  for (int i = 0; i < config.level_count; i++)
+    config.levels[i].policy = policy;
   config.write_policy = write_policy;
   config.model = model;
   config.seed = seed;
@@ -85,7 +88,8 @@ static void test_random_seeded(void **state) {
    * 1 miss evicts w1 (line 2) [0 1]; 2 miss evicts w1 (line 1) [0 2]; 0 hit.
    * 7 accesses, 5 misses (LRU and FIFO miss all 7 on this cyclic pattern). */
   ms_access sequence[] = {LOAD(0), LOAD(16), LOAD(32), LOAD(0), LOAD(16), LOAD(32), LOAD(0)};
-  ms_hierarchy *h = make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
+  ms_hierarchy *h =
+      make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, sequence, 7);
   expect(h, 0, 7, 5);
   ms_hierarchy_free(h);
@@ -94,8 +98,10 @@ static void test_random_seeded(void **state) {
   expect(h, 0, 7, 7);
   ms_hierarchy_free(h);
   /* Determinism: the same seed gives the same result twice. */
-  ms_hierarchy *a = make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 2);
-  ms_hierarchy *b = make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 2);
+  ms_hierarchy *a =
+      make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 2);
+  ms_hierarchy *b =
+      make("32/16/2", MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 2);
   run(a, sequence, 7);
   run(b, sequence, 7);
   assert_int_equal(stats_of(a, 0).total.misses, stats_of(b, 0).total.misses);
@@ -145,10 +151,9 @@ static void test_write_back(void **state) {
    *   load 0:  miss, evicts 3 [0 4]; L2 fetch 0: hit
    * L1: 7 accesses, 6 misses, 2 writebacks. L2: accesses = L1 misses = 6, 5 misses (0 hit),
    * no writebacks (8 ways hold everything). */
-  ms_access sequence[] = {STORE(0),  LOAD(16), LOAD(32), STORE(16),
-                          LOAD(48), LOAD(64), LOAD(0)};
-  ms_hierarchy *h = make("32/16/2,128/16/8", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
-                         MS_CACHE_MODEL_MEMSNAP, 1);
+  ms_access sequence[] = {STORE(0), LOAD(16), LOAD(32), STORE(16), LOAD(48), LOAD(64), LOAD(0)};
+  ms_hierarchy *h =
+      make("32/16/2,128/16/8", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, sequence, 7);
   expect(h, 0, 7, 6);
   assert_int_equal(stats_of(h, 0).writebacks, 2);
@@ -193,8 +198,8 @@ static void test_write_through(void **state) {
    * L1: 6 accesses, 4 misses. L2: 6 accesses (every store/modify plus the load misses),
    * 4 misses. No writebacks anywhere. */
   ms_access sequence[] = {STORE(0), LOAD(0), STORE(0), STORE(16), LOAD(16), REF(16, 4, MS_MODIFY)};
-  ms_hierarchy *h = make("32/16/2,64/16/4", MS_CACHE_LRU, MS_CACHE_WRITE_THROUGH,
-                         MS_CACHE_MODEL_MEMSNAP, 1);
+  ms_hierarchy *h =
+      make("32/16/2,64/16/4", MS_CACHE_LRU, MS_CACHE_WRITE_THROUGH, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, sequence, 6);
   expect(h, 0, 6, 4);
   expect(h, 1, 6, 4);
@@ -214,8 +219,8 @@ static void test_straddle_memsnap(void **state) {
    *   load 24+16: lines 1 (hit) and 2 (miss; L2 1 access, 1 miss)
    * L1: 5 accesses, 3 misses. L2: 3 accesses, 3 misses. */
   ms_access sequence[] = {REF(8, 16, MS_LOAD), REF(12, 4, MS_LOAD), REF(24, 16, MS_LOAD)};
-  ms_hierarchy *h = make("64/16/4,256/16/16", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
-                         MS_CACHE_MODEL_MEMSNAP, 1);
+  ms_hierarchy *h =
+      make("64/16/4,256/16/16", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, sequence, 3);
   expect(h, 0, 5, 3);
   expect(h, 1, 3, 3);
@@ -232,8 +237,8 @@ static void test_straddle_cachegrind(void **state) {
    *              again, lines 1 (present in L2) and 2 (absent): one access, one miss
    * L1: 3 accesses, 2 misses. L2: 2 accesses, 2 misses. */
   ms_access sequence[] = {REF(8, 16, MS_LOAD), REF(12, 4, MS_LOAD), REF(24, 16, MS_LOAD)};
-  ms_hierarchy *h = make("64/16/4,256/16/16", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
-                         MS_CACHE_MODEL_CACHEGRIND, 1);
+  ms_hierarchy *h =
+      make("64/16/4,256/16/16", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_CACHEGRIND, 1);
   run(h, sequence, 3);
   expect(h, 0, 3, 2);
   expect(h, 1, 2, 2);
@@ -242,7 +247,7 @@ static void test_straddle_cachegrind(void **state) {
   /* Sizes are clamped to the smallest line (16 here): a 32-byte load at 0 touches only
    * line 0, so a later load of line 1 misses. A modify is one access (Cachegrind counts it
    * in Dr); stores allocate (write-allocate) and nothing is ever written back. */
-  ms_access clamped[] = {REF(0, 32, MS_LOAD), REF(16, 4, MS_LOAD), REF(32, 8, MS_MODIFY),
+  ms_access clamped[] = {REF(0, 32, MS_LOAD),  REF(16, 4, MS_LOAD),  REF(32, 8, MS_MODIFY),
                          REF(32, 8, MS_STORE), REF(48, 4, MS_STORE), REF(48, 4, MS_LOAD)};
   h = make("64/16/4,256/16/16", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_CACHEGRIND, 1);
   run(h, clamped, 6);
@@ -263,8 +268,11 @@ static void test_multi_level_sees_misses(void **state) {
   uint64_t x = 12345;
   for (int i = 0; i < 20000; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    accesses[i] = (ms_access){.address = (x >> 20) % (1 << 20), .size = 8,
-                              .kind = (uint8_t)((x >> 8) % 3), .site = 0, .thread = 0};
+    accesses[i] = (ms_access){.address = (x >> 20) % (1 << 20),
+                              .size = 8,
+                              .kind = (uint8_t)((x >> 8) % 3),
+                              .site = 0,
+                              .thread = 0};
   }
   ms_hierarchy *h = make("nehalem", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, accesses, 20000);
@@ -290,8 +298,9 @@ static void test_catalog(void **state) {
     }
   }
   assert_null(ms_hierarchy_catalog_get(53));
-  const char *named[] = {"pentium-d820", "core-duo-2500", "power4-datastar", "power4-option1",
-                         "power4-option2", "xeon-1700-skeleton", "nehalem"};
+  const char *named[] = {"pentium-d820",   "core-duo-2500",  "power4-datastar",
+                         "power4-option1", "power4-option2", "xeon-1700-skeleton",
+                         "nehalem"};
   for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
     assert_non_null(ms_hierarchy_catalog_find(named[i]));
   ms_hierarchy_config config;
@@ -402,25 +411,28 @@ static ms_access *random_stream(size_t count, uint64_t seed) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     uint64_t address;
     switch ((x >> 60) % 4) {
-    case 0: address = (x >> 16) % (1u << 14); break;         /* a hot 16 KB */
-    case 1: address = (x >> 16) % (1u << 22); break;         /* a 4 MB region */
-    default: address = stride_address += 72; break;          /* a strided walk */
+    case 0: address = (x >> 16) % (1u << 14); break; /* a hot 16 KB */
+    case 1: address = (x >> 16) % (1u << 22); break; /* a 4 MB region */
+    default: address = stride_address += 72; break;  /* a strided walk */
     }
-    accesses[i] = (ms_access){.address = address & ~7ull, .size = 8,
+    accesses[i] = (ms_access){.address = address & ~7ull,
+                              .size = 8,
                               .kind = (uint8_t)((x >> 40) % 4 == 0 ? MS_STORE : MS_LOAD),
-                              .site = (uint32_t)((x >> 30) % 7), .thread = 0};
+                              .site = (uint32_t)((x >> 30) % 7),
+                              .thread = 0};
   }
   return accesses;
 }
 
 static void test_lru_oracle(void **state) {
   (void)state;
-  const char *geometries[] = {"96/16/2",  "1280/64/4", "448/64/1",    "1024/64/16",
+  const char *geometries[] = {"96/16/2",    "1280/64/4",    "448/64/1",    "1024/64/16",
                               "32768/64/8", "366592/128/8", "243712/64/8", "32768/32/64"};
   size_t count = 200000;
   ms_access *accesses = random_stream(count, 99);
   for (size_t g = 0; g < sizeof geometries / sizeof geometries[0]; g++) {
-    ms_hierarchy *h = make(geometries[g], MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
+    ms_hierarchy *h =
+        make(geometries[g], MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
     const ms_cache_level_config *level = &ms_hierarchy_config_of(h)->levels[0];
     oracle o;
     oracle_init(&o, level->size, level->line_size, level->associativity);
@@ -442,15 +454,17 @@ static void test_lru_oracle(void **state) {
   }
 
   /* Two levels, loads only (no writebacks to model): L2 is the oracle fed L1's misses. */
-  for (size_t i = 0; i < count; i++) accesses[i].kind = MS_LOAD;
-  ms_hierarchy *h = make("1280/64/4,24576/64/6", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
-                         MS_CACHE_MODEL_MEMSNAP, 1);
+  for (size_t i = 0; i < count; i++)
+    accesses[i].kind = MS_LOAD;
+  ms_hierarchy *h =
+      make("1280/64/4,24576/64/6", MS_CACHE_LRU, MS_CACHE_WRITE_BACK, MS_CACHE_MODEL_MEMSNAP, 1);
   run(h, accesses, count);
   oracle l1, l2;
   oracle_init(&l1, 1280, 64, 4);
   oracle_init(&l2, 24576, 64, 6); /* 64 sets */
   for (size_t i = 0; i < count; i++)
-    if (oracle_access(&l1, accesses[i].address / 64, 0)) oracle_access(&l2, accesses[i].address / 64, 0);
+    if (oracle_access(&l1, accesses[i].address / 64, 0))
+      oracle_access(&l2, accesses[i].address / 64, 0);
   expect(h, 0, l1.accesses, l1.misses);
   expect(h, 1, l2.accesses, l2.misses);
   free(l1.lines);
@@ -485,8 +499,8 @@ static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_p
     assert_int_equal(ms_hierarchy_parse(ms_hierarchy_catalog_get(i)->name, &configs[i]), MS_OK);
     for (int l = 0; l < configs[i].level_count; l++)
       configs[i].levels[l].policy =
-          policy == MS_CACHE_PLRU && (configs[i].levels[l].associativity &
-                                      (configs[i].levels[l].associativity - 1))
+          policy == MS_CACHE_PLRU &&
+                  (configs[i].levels[l].associativity & (configs[i].levels[l].associativity - 1))
               ? MS_CACHE_LRU
               : policy;
     configs[i].write_policy = write_policy;
@@ -502,7 +516,8 @@ static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_p
   ms_hierarchy_set *set;
   assert_int_equal(ms_hierarchy_set_new(configs, count, &set), MS_OK);
   int levels = 0;
-  for (int i = 0; i < count; i++) levels += configs[i].level_count;
+  for (int i = 0; i < count; i++)
+    levels += configs[i].level_count;
   assert_true(ms_hierarchy_set_level_instances(set) < levels);
   for (size_t i = 0; i < total; i += 4096) {
     ms_batch batch = {.accesses = accesses + i, .count = total - i < 4096 ? total - i : 4096};
@@ -517,6 +532,58 @@ static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_p
     ms_hierarchy_free(alone);
   }
   ms_hierarchy_set_free(set);
+  free(accesses);
+  free(configs);
+}
+
+/* The baseline and the AVX2 builds of the level loops (lib/cache/level_run.h) give the same
+ * statistics on every catalog hierarchy, under both write policies and both models. On a
+ * host without AVX2 both sets run the baseline and the test only checks determinism. */
+static ms_hierarchy_set *set_with_simd(const ms_hierarchy_config *configs, int count, int simd) {
+  ms_hierarchy_set *set;
+  if (simd)
+    unsetenv("MEMSNAP_SIMD");
+  else
+    setenv("MEMSNAP_SIMD", "0", 1);
+  assert_int_equal(ms_hierarchy_set_new(configs, count, &set), MS_OK);
+  unsetenv("MEMSNAP_SIMD");
+  return set;
+}
+
+static void test_simd_equals_baseline(void **state) {
+  (void)state;
+  int count = ms_hierarchy_catalog_count();
+  ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
+  size_t total = 80000;
+  ms_access *accesses = random_stream(total, 3);
+  for (size_t i = 0; i < total; i++) {
+    accesses[i].thread = (uint16_t)(i % 2);
+    if (i % 7 == 0) accesses[i].kind = MS_MODIFY;
+    if (i % 19 == 0) accesses[i].size = 120; /* straddles lines */
+  }
+  for (int variant = 0; variant < 3; variant++) {
+    int used = 0; /* the cachegrind model takes only power-of-two set counts */
+    for (int i = 0; i < count; i++) {
+      ms_hierarchy_config *config = &configs[used];
+      assert_int_equal(ms_hierarchy_parse(ms_hierarchy_catalog_get(i)->name, config), MS_OK);
+      config->write_policy = variant == 1 ? MS_CACHE_WRITE_THROUGH : MS_CACHE_WRITE_BACK;
+      config->model = variant == 2 ? MS_CACHE_MODEL_CACHEGRIND : MS_CACHE_MODEL_MEMSNAP;
+      used += ms_hierarchy_config_check(config) == MS_OK;
+    }
+    assert_true(used >= 5);
+    ms_hierarchy_set *baseline = set_with_simd(configs, used, 0);
+    ms_hierarchy_set *simd = set_with_simd(configs, used, 1);
+    for (size_t i = 0; i < total; i += 4096) {
+      ms_batch batch = {.accesses = accesses + i, .count = total - i < 4096 ? total - i : 4096};
+      assert_int_equal(ms_hierarchy_set_access_batch(baseline, &batch), MS_OK);
+      assert_int_equal(ms_hierarchy_set_access_batch(simd, &batch), MS_OK);
+    }
+    for (int i = 0; i < used; i++)
+      assert_same_stats(ms_hierarchy_set_get(baseline, i), ms_hierarchy_set_get(simd, i),
+                        configs[i].level_count);
+    ms_hierarchy_set_free(baseline);
+    ms_hierarchy_set_free(simd);
+  }
   free(accesses);
   free(configs);
 }
@@ -542,7 +609,8 @@ static void test_reports(void **state) {
   assert_int_equal(sink->ops->consume(sink, NULL, &batch), MS_OK);
   ms_sink_destroy(sink);
   ms_site_table *sites = ms_site_table_new();
-  for (int i = 0; i < 7; i++) ms_site_table_add(sites, 0x401000 + 4 * (uint64_t)i, NULL, "kernel", "k.c", 10 + (uint32_t)i);
+  for (int i = 0; i < 7; i++)
+    ms_site_table_add(sites, 0x401000 + 4 * (uint64_t)i, NULL, "kernel", "k.c", 10 + (uint32_t)i);
   char *text = NULL;
   size_t size = 0;
   FILE *out = open_memstream(&text, &size);
@@ -559,7 +627,8 @@ static void test_reports(void **state) {
   json_object *hierarchies, *levels, *top;
   assert_true(json_object_object_get_ex(root, "hierarchies", &hierarchies));
   assert_int_equal(json_object_array_length(hierarchies), 2);
-  assert_true(json_object_object_get_ex(json_object_array_get_idx(hierarchies, 0), "levels", &levels));
+  assert_true(
+      json_object_object_get_ex(json_object_array_get_idx(hierarchies, 0), "levels", &levels));
   assert_int_equal(json_object_array_length(levels), 3);
   assert_true(json_object_object_get_ex(json_object_array_get_idx(levels, 0), "top_sites", &top));
   assert_int_equal(json_object_array_length(top), 3);
@@ -586,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_spec_parsing),
       cmocka_unit_test(test_lru_oracle),
       cmocka_unit_test(test_one_pass_equals_separate),
+      cmocka_unit_test(test_simd_equals_baseline),
       cmocka_unit_test(test_reports),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,6 +306,52 @@ static void test_every_flipped_byte_is_caught(void **state) {
   free(a);
 }
 
+/* A corrupt chunk past the first is met by the read-ahead thread (lib/io/mtr_reader.c): the
+ * records before it come back intact, the error names the file and the chunk, and it comes
+ * back again on the next call; a seek to an earlier chunk then reads correctly. */
+static void test_corrupt_later_chunk(void **state) {
+  (void)state;
+  const size_t count = 4 * 262144 + 1000; /* 5 chunks of 2^18 records */
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, count);
+  size_t magic[8], chunks = 0;
+  for (size_t i = 0; i + 4 < size && chunks < 8; i++)
+    if (memcmp(data + i, "MSCK", 4) == 0) magic[chunks++] = i;
+  assert_int_equal(chunks, 5);
+  data[magic[2] + 40 + 20] ^= 0xff; /* inside chunk 2's first frame */
+  char path[256];
+  temp_path(path, sizeof path, "flip2.mtr");
+  put_file(path, data, size);
+  ms_source *source;
+  assert_int_equal(ms_mtr_open(path, &source), 0);
+  ms_batch batch;
+  ms_batch_init(&batch, 0);
+  size_t seen = 0;
+  int rc;
+  while ((rc = ms_source_next(source, &batch)) > 0) {
+    assert_memory_equal(batch.accesses, a + seen, batch.count * sizeof *a);
+    seen += batch.count;
+  }
+  assert_int_equal(rc, MS_ERR_FORMAT);
+  assert_int_equal(seen, 2 * 262144);
+  assert_non_null(strstr(ms_error_message(), path));
+  assert_non_null(strstr(ms_error_message(), "chunk 2 corrupt ("));
+  assert_int_equal(ms_source_next(source, &batch), MS_ERR_FORMAT);
+  assert_non_null(strstr(ms_error_message(), "chunk 2 corrupt ("));
+  assert_int_equal(ms_source_seek(source, 262144 + 5), 0);
+  assert_true(ms_source_next(source, &batch) > 0);
+  assert_memory_equal(batch.accesses, a + 262144 + 5, batch.count * sizeof *a);
+  assert_int_equal(ms_source_seek(source, 3 * 262144), 0); /* past the bad chunk */
+  assert_true(ms_source_next(source, &batch) > 0);
+  assert_memory_equal(batch.accesses, a + 3 * 262144, batch.count * sizeof *a);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+  unlink(path);
+  free(data);
+  free(a);
+}
+
 /* Two fields of one structure read by two instructions, node after node in random order
  * (a linked list): the second field is predicted from the first one's address, so only one
  * delta per node is stored, and seeking still equals reading from the start. */
@@ -480,6 +526,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip_struct_fields),
       cmocka_unit_test(test_every_cut_is_truncated),
       cmocka_unit_test(test_every_flipped_byte_is_caught),
+      cmocka_unit_test(test_corrupt_later_chunk),
       cmocka_unit_test(test_empty_trace_and_no_sites),
       cmocka_unit_test(test_atomic_output),
       cmocka_unit_test(test_counts_and_threads_from_records),

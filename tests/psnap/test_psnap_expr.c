@@ -30,6 +30,38 @@ static void text_round_trip(void **state) {
   round_trip("-9223372036854775808 +9223372036854775807", MS_PSNAP_STRIDES);
   round_trip("s0 (s1 s2^3 (s4 s5)^2)^100000 s6", MS_PSNAP_SITES);
   round_trip("(s1)", MS_PSNAP_SITES);
+  /* ranges of sites: three or more consecutive sites once each */
+  round_trip("s0..s22 (s23 s24)^1000 s25..s27 s22 s28 s29", MS_PSNAP_SITES);
+  round_trip("s3 s4 (s5..s9 s9..s11)^2 s10^2 s11 s12", MS_PSNAP_SITES);
+}
+
+/* A range is its sites one by one: the same expansion, printed back as a range. */
+static void ranges_expand(void **state) {
+  (void)state;
+  ms_psnap_expr a, b;
+  const char *range = "s4 (s0..s3)^2 s5..s6";
+  const char *plain = "s4 (s0 s1 s2 s3)^2 s5 s6";
+  assert_int_equal(ms_psnap_expr_parse(&a, range, strlen(range), MS_PSNAP_SITES, "t", 1, 1), 0);
+  assert_int_equal(ms_psnap_expr_parse(&b, plain, strlen(plain), MS_PSNAP_SITES, "t", 1, 1), 0);
+  assert_int_equal(a.total, 11);
+  ms_psnap_cursor ca, cb;
+  assert_int_equal(ms_psnap_cursor_init(&ca, &a, 0), 0);
+  assert_int_equal(ms_psnap_cursor_init(&cb, &b, 0), 0);
+  const int64_t want[] = {4, 0, 1, 2, 3, 0, 1, 2, 3, 5, 6};
+  for (int i = 0; i < 11; i++) {
+    int64_t x, y;
+    assert_int_equal(ms_psnap_cursor_run(&ca, 1, &x), 1);
+    assert_int_equal(ms_psnap_cursor_run(&cb, 1, &y), 1);
+    assert_int_equal(x, want[i]);
+    assert_int_equal(y, want[i]);
+  }
+  int64_t x;
+  assert_int_equal(ms_psnap_cursor_run(&ca, 1, &x), 0);
+  char *back = ms_psnap_expr_string(&b, MS_PSNAP_SITES);
+  assert_string_equal(back, "s4 (s0..s3)^2 s5 s6");
+  free(back);
+  ms_psnap_cursor_free(&ca), ms_psnap_cursor_free(&cb);
+  ms_psnap_expr_free(&a), ms_psnap_expr_free(&b);
 }
 
 static void expect_error(const char *text, ms_psnap_expr_kind kind, const char *where) {
@@ -49,6 +81,11 @@ static void malformed(void **state) {
   expect_error("s1 x2", MS_PSNAP_SITES, "p.psnap:7:13");
   expect_error("()", MS_PSNAP_SITES, "empty group");
   expect_error("+8(+4)", MS_PSNAP_STRIDES, "blank");
+  expect_error("s0 s5..s2", MS_PSNAP_SITES, "p.psnap:7:17: a range sV..sW has V < W");
+  expect_error("s0..s3^2", MS_PSNAP_SITES, "p.psnap:7:16: a range takes no repeat");
+  expect_error("s0..", MS_PSNAP_SITES, "p.psnap:7:14: expected the last site");
+  expect_error("s0..s99999999", MS_PSNAP_SITES, "at most 2^24 apart");
+  expect_error("+8..+16", MS_PSNAP_STRIDES, "p.psnap:7:12");
 }
 
 static int64_t *expand(const ms_psnap_expr *e, uint32_t node, int64_t *out) {
@@ -114,6 +151,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_round_trip),
       cmocka_unit_test(malformed),
+      cmocka_unit_test(ranges_expand),
       cmocka_unit_test(cursor_seeks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

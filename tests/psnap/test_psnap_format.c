@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "memsnap/error.h"
 #include "memsnap/psnap.h"
@@ -180,7 +181,7 @@ static void lossy_order_keeps_counts(void **state) {
   order_cap = 8192;
   assert_int_equal(built.threads[0].lossy, 1);
   char *text = to_text(&built);
-  assert_non_null(strstr(text, "  order lossy\n  start s0\n  path s"));
+  assert_non_null(strstr(text, " order lossy start s0\n  path s"));
   ms_psnap_profile parsed = parse(text);
   char *again = to_text(&parsed);
   assert_string_equal(text, again);
@@ -248,7 +249,7 @@ static char *replace(const char *text, const char *from, const char *to) {
   return out;
 }
 
-/* A one-thread stream: 3 sites, (s0 s1 s2)^1000 with strides +8, +8, +16. */
+/* A one-thread stream: 3 sites, (s0..s2)^1000 with strides +8, +8, +16. */
 static char *small_profile(void) {
   stream s = {calloc(3000, sizeof(ms_access)), 0};
   for (int i = 0; i < 1000; i++) {
@@ -266,32 +267,34 @@ static char *small_profile(void) {
 static void edited_profiles_replay_the_edit(void **state) {
   (void)state;
   char *text = small_profile();
-  assert_non_null(strstr(text, "  order (s0 s1 s2)^1000\n"));
-  assert_non_null(strstr(text, "  pattern +16^999\n"));
+  assert_non_null(strstr(text, "\nthread 0 accesses 3000 order (s0..s2)^1000\n"));
+  assert_non_null(
+      strstr(text, "\ns2 store 8 x1000 @0x20000 +16^999 at app.c:12 pc=0x400008 in gather\n"));
   /* a stride: the store now walks backwards by 32 */
-  char *edited = replace(text, "  pattern +16^999\n", "  pattern -32^999\n");
+  char *edited = replace(text, " +16^999 ", " -32^999 ");
   stream r = replay(edited, NULL);
   assert_int_equal(r.count, 3000);
   for (int i = 0; i < 1000; i++)
     assert_int_equal(r.accesses[3 * i + 2].address, 0x20000 - (uint64_t)i * 32);
   free(r.accesses), free(edited);
   /* a repeat count: 400 iterations instead of 1000 (counts edited to match) */
-  char *a = replace(text, "  order (s0 s1 s2)^1000\n", "  order (s0 s1 s2)^400\n");
+  char *a =
+      replace(text, "accesses 3000 order (s0..s2)^1000\n", "accesses 1200 order (s0..s2)^400\n");
   char *b = replace(a, "accesses 3000\n", "accesses 1200\n");
-  char *c = replace(b, "accesses 3000\n", "accesses 1200\n");
-  char *d = replace(c, "count 1000\n", "count 400\n");
-  char *e = replace(d, "count 1000\n", "count 400\n");
-  char *f = replace(e, "count 1000\n", "count 400\n");
+  char *c = strdup(b);
+  char *d = replace(c, " x1000 ", " x400 ");
+  char *e = replace(d, " x1000 ", " x400 ");
+  char *f = replace(e, " x1000 ", " x400 ");
   r = replay(f, NULL);
   assert_int_equal(r.count, 1200);
   for (int i = 0; i < 400; i++)
     assert_int_equal(r.accesses[3 * i + 1].address, 0x9000 + (uint64_t)i * 8);
   free(r.accesses);
   /* more iterations than recorded: patterns are read cyclically */
-  char *g = replace(text, "(s0 s1 s2)^1000\n", "(s0 s1 s2)^1000 s0^5\n");
+  char *g = replace(text, "(s0..s2)^1000\n", "(s0..s2)^1000 s0^5\n");
   char *h = replace(g, "accesses 3000\n", "accesses 3005\n");
-  char *i2 = replace(h, "accesses 3000\n", "accesses 3005\n");
-  char *j = replace(i2, "count 1000\n", "count 1005\n");
+  char *i2 = replace(h, "accesses 3000 ", "accesses 3005 ");
+  char *j = replace(i2, " x1000 ", " x1005 ");
   r = replay(j, NULL);
   assert_int_equal(r.count, 3005);
   assert_int_equal(r.accesses[3004].address, 0x1000 + 1004 * 8);
@@ -311,49 +314,180 @@ static void malformed_profiles_are_rejected(void **state) {
   char *text = small_profile();
   /* find the line of the order to predict the line numbers */
   int order_line = 1;
-  for (const char *p = text; p < strstr(text, "  order "); p++)
+  const char *order_at = strstr(text, "\nthread 0 ") + 1;
+  for (const char *p = text; p < order_at; p++)
     order_line += *p == '\n';
+  int paren = (int)(strchr(order_at, '(') - order_at) + 1; /* its column */
   char where[64];
-  char *bad = replace(text, "  order (s0 s1 s2)^1000\n", "  order (s0 s1 s2^1000\n");
-  snprintf(where, sizeof where, "t.psnap:%d:9: unbalanced '('", order_line);
+  char *bad = replace(text, " order (s0..s2)^1000\n", " order (s0 s1 s2^1000\n");
+  snprintf(where, sizeof where, "t.psnap:%d:%d: unbalanced '('", order_line, paren);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, "  order (s0 s1 s2)^1000\n", "  order (s0 s1 s9)^1000\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0 s1 s9)^1000\n");
   snprintf(where, sizeof where, "t.psnap:%d: site s9 is not in the profile", order_line);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, "  order (s0 s1 s2)^1000\n", "  order (s0 s1 s2)^100000000000000000000\n");
-  snprintf(where, sizeof where, "t.psnap:%d:20: number overflows", order_line);
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0..s2)^100000000000000000000\n");
+  snprintf(where, sizeof where, "t.psnap:%d:%d: number overflows", order_line, paren + 9);
   expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, "  order (s0 s1 s2)^1000\n", "  order ((s0 s1 s2)^4294967296)^4294967296\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order ((s0..s2)^4294967296)^4294967296\n");
   expect_rejected(bad, "2^64");
   free(bad);
-  bad = replace(text, "  order (s0 s1 s2)^1000\n", "  order (s0 s1 s2)^999\n");
+  bad = replace(text, " order (s0..s2)^1000\n", " order (s0..s2)^999\n");
   expect_rejected(bad, "uses site s0 999 times, its count is 1000");
   free(bad);
-  bad = replace(text, "  pattern +16^999\n", "  pattern +16^999)\n");
-  expect_rejected(bad, "unbalanced ')'");
+  bad = replace(text, " +16^999 ", " +16^999) ");
+  snprintf(where, sizeof where, "t.psnap:%d:34: unbalanced ')'", order_line - 1);
+  expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, "selection executable app\n", "selection everything\n");
+  bad = replace(text, "selection executable\n", "selection everything\n");
   expect_rejected(bad, "selection is all, executable PATH, or function F / line FILE:LINE");
   free(bad);
-  bad = replace(text, "selection executable app\n", "selection function f bogus x\n");
+  bad = replace(text, "selection executable\n", "selection function f bogus x\n");
   expect_rejected(bad, "selection is all, executable PATH");
   free(bad);
   bad = replace(text, "excluded 0\n", "excluded many\n");
   expect_rejected(bad, "t.psnap:");
   free(bad);
-  bad = replace(text, "  kind store\n", "  kind jump\n");
-  expect_rejected(bad, "kind is load, store or modify");
+  bad = replace(text, " store 8 ", " jump 8 ");
+  snprintf(where, sizeof where, "t.psnap:%d:4: kind is load, store or modify", order_line - 1);
+  expect_rejected(bad, where);
   free(bad);
-  bad = replace(text, "psnap 1\n", "psnap 2\n");
+  bad = replace(text, " x1000 @0x20000 ", " x1000 @20000 ");
+  snprintf(where, sizeof where, "t.psnap:%d:19: expected a hexadecimal number", order_line - 1);
+  expect_rejected(bad, where);
+  free(bad);
+  bad = replace(text, " +16^999 at ", " +16^999 class=wobbly at ");
+  snprintf(where, sizeof where, "t.psnap:%d:41: unknown class", order_line - 1);
+  expect_rejected(bad, where);
+  free(bad);
+  bad = replace(text, " at app.c:12 ", " at app.c ");
+  expect_rejected(bad, "expected FILE:LINE");
+  free(bad);
+  bad = replace(text, " in gather\n", " in gather\n  histogram 1\n");
+  snprintf(where, sizeof where, "t.psnap:%d:3: an exact site has no indented lines", order_line);
+  expect_rejected(bad, where);
+  free(bad);
+  bad = replace(text, "program ", "#rogram "); /* no program: `executable` names nothing */
+  expect_rejected(bad, "'selection executable' without a program line");
+  free(bad);
+  bad = replace(text, "psnap 2\n", "psnap 3\n");
   expect_rejected(bad, "t.psnap:1:1: not a memsnap profile");
   free(bad);
   bad = replace(text, "sites 3\n", "sites 4\n");
-  expect_rejected(bad, "expected 'site 3'");
+  expect_rejected(bad, "expected 's3'");
   free(bad);
   free(text);
+}
+
+/* The small profile as version 1 wrote it: still read, and written back as version 2. */
+static const char small_profile_v1[] =
+    "psnap 1\n# a comment\nprogram \"app\"\ncapture test\nsampling none\n"
+    "selection executable app\nexcluded 0\naccesses 3000\nsites 3\nthreads 1\n"
+    "\nsite 0\n  function kernel\n  line app.c:10\n  pc 0x400000\n  thread 0\n  kind load\n"
+    "  size 8\n  count 1000\n  first 0x1000\n  class constant\n  stored exact\n  pattern +8^999\n"
+    "\nsite 1\n  function kernel\n  line app.c:11\n  pc 0x400004\n  thread 0\n  kind load\n"
+    "  size 8\n  count 1000\n  first 0x9000\n  class constant\n  stored exact\n  pattern +8^999\n"
+    "\nsite 2\n  function gather\n  line app.c:12\n  pc 0x400008\n  thread 0\n  kind store\n"
+    "  size 8\n  count 1000\n  first 0x20000\n  class constant\n  stored exact\n"
+    "  pattern +16^999\n"
+    "\nthread 0\n  accesses 3000\n  order (s0..s2)^1000\n";
+
+static void version_1_is_still_read(void **state) {
+  (void)state;
+  char *text = small_profile();
+  ms_psnap_profile old = parse(small_profile_v1);
+  char *converted = to_text(&old);
+  assert_string_equal(converted, text);
+  stream a = replay(small_profile_v1, NULL), b = replay(text, NULL);
+  assert_int_equal(a.count, 3000);
+  assert_int_equal(b.count, 3000);
+  assert_memory_equal(a.accesses, b.accesses, 3000 * sizeof(ms_access));
+  free(a.accesses), free(b.accesses), free(converted), free(text);
+  ms_psnap_profile_free(&old);
+}
+
+/* zstd frames of `size` bytes of text repeated `times` times (streamed, level 1). */
+static char *zstd_of(const char *text, size_t size, int times, size_t *out_size) {
+  size_t capacity =
+      ZSTD_compressBound(size * (size_t)times > (1u << 20) ? (1u << 20) : size * (size_t)times) +
+      (size_t)times * 64 + 4096;
+  char *packed = malloc(capacity);
+  ZSTD_CCtx *cctx = ZSTD_createCCtx();
+  assert_non_null(packed);
+  ZSTD_outBuffer out = {packed, capacity, 0};
+  for (int i = 0; i < times; i++) {
+    ZSTD_inBuffer in = {text, size, 0};
+    while (in.pos < in.size)
+      assert_false(ZSTD_isError(ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_continue)));
+  }
+  ZSTD_inBuffer none = {NULL, 0, 0};
+  size_t left;
+  do
+    assert_false(ZSTD_isError(left = ZSTD_compressStream2(cctx, &out, &none, ZSTD_e_end)));
+  while (left);
+  ZSTD_freeCCtx(cctx);
+  *out_size = out.pos;
+  return packed;
+}
+
+/* A compressed profile is the same profile; corrupt, truncated and oversized ones are
+ * rejected with a message naming the file (and offset). */
+static void compressed_profiles(void **state) {
+  (void)state;
+  char *text = small_profile();
+  ms_psnap_profile p = parse(text), q;
+  char *packed = NULL;
+  size_t packed_size = 0;
+  FILE *out = open_memstream(&packed, &packed_size);
+  assert_int_equal(ms_psnap_profile_write_compressed(&p, out), 0);
+  fclose(out);
+  assert_true(packed_size < strlen(text));
+  assert_int_equal((uint8_t)packed[0], 0x28);
+  assert_int_equal(ZSTD_getFrameContentSize(packed, packed_size), strlen(text));
+  assert_int_equal(ms_psnap_profile_parse(packed, packed_size, "t.psnap.zst", &q), 0);
+  char *again = to_text(&q);
+  assert_string_equal(again, text);
+  ms_psnap_profile_free(&q);
+  free(again);
+  /* an edit made in the text and recompressed shows in the replay */
+  char *edited = replace(text, " +16^999 ", " -32^999 ");
+  size_t edited_size;
+  char *edited_packed = zstd_of(edited, strlen(edited), 1, &edited_size);
+  assert_int_equal(ms_psnap_profile_parse(edited_packed, edited_size, "e.zst", &q), 0);
+  assert_int_equal(q.sites[2].first_address, 0x20000);
+  char *edited_again = to_text(&q);
+  assert_string_equal(edited_again, edited);
+  ms_psnap_profile_free(&q);
+  free(edited_again), free(edited_packed), free(edited);
+  /* truncated */
+  assert_int_equal(ms_psnap_profile_parse(packed, packed_size - 3, "t.psnap.zst", &q),
+                   MS_ERR_FORMAT);
+  if (!strstr(ms_error_message(), "t.psnap.zst: offset ")) fail_msg("%s", ms_error_message());
+  /* corrupt */
+  packed[packed_size / 2] ^= 0x55;
+  packed[packed_size / 2 + 1] ^= 0x55;
+  int rc = ms_psnap_profile_parse(packed, packed_size, "t.psnap.zst", &q);
+  if (rc == 0)
+    ms_psnap_profile_free(&q); /* a flip may keep a valid profile: then it parsed */
+  else if (!strstr(ms_error_message(), "t.psnap.zst"))
+    fail_msg("%s", ms_error_message());
+  /* a compressed text beyond the limit: '#' lines, 257 MiB */
+  size_t chunk = 1 << 20;
+  char *comments = malloc(chunk);
+  memset(comments, '#', chunk);
+  memcpy(comments, "psnap 2\n", 8);
+  for (size_t i = 4095; i < chunk; i += 4096)
+    comments[i] = '\n';
+  size_t bomb_size;
+  char *bomb = zstd_of(comments, chunk, 257, &bomb_size);
+  assert_true(bomb_size < (1u << 20));
+  assert_int_equal(ms_psnap_profile_parse(bomb, bomb_size, "bomb.zst", &q), MS_ERR_FORMAT);
+  if (!strstr(ms_error_message(), "bomb.zst: decompresses to more than 256 MiB"))
+    fail_msg("%s", ms_error_message());
+  free(bomb), free(comments), free(packed), free(text);
+  ms_psnap_profile_free(&p);
 }
 
 int main(void) {
@@ -363,6 +497,8 @@ int main(void) {
       cmocka_unit_test(seeking_matches_replay_from_start),
       cmocka_unit_test(edited_profiles_replay_the_edit),
       cmocka_unit_test(malformed_profiles_are_rejected),
+      cmocka_unit_test(version_1_is_still_read),
+      cmocka_unit_test(compressed_profiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
