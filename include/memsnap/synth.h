@@ -12,7 +12,8 @@
  *   half with probability alpha(level, reuse bin of the reference) (error diffusion).
  * - Unique-index mode (section 5.4): no word is used twice; used leaves are removed from the
  *   trees, a virtual block that fills up moves to a fresh physical block, the block phase
- *   counts those moves as misses (temporal correction) and the word phase re-aims alpha by
+ *   counts those moves as misses and draws stack positions among physical blocks, the
+ *   blocks left behind included (temporal correction), and the word phase re-aims alpha by
  *   target/achieved (spatial correction).
  * A seed is written as an .mtr trace whose header carries the seed metadata
  * (docs/formats.md, "Trace seeds"); expanded, it is replicated onto disjoint regions until

@@ -1,0 +1,185 @@
+/* How closely seeds imitate the programs they were made from (issue 6): every test kernel
+ * is recorded, its signature taken and a seed generated (`memsnap record`, `signature`,
+ * `synth`); the seed's cache surface and hierarchy hit rates are measured against the
+ * program's own trace with `memsnap surface` (fully-associative LRU, 8 widths x 17
+ * depths) and `memsnap sim --all-catalog` (the 46 hierarchies of Table 4.2 of
+ * chameleon-weinberg-dissertation-2008.txt): the oracle is the program itself.
+ *
+ * Asserted, per kernel: the 512-byte width (the signature's CDF) within 0.005 for plain
+ * seeds; mean absolute errors at most the figures measured when the bounds were set
+ * (docs/proxy.md, "How close a seed comes") plus a margin for the run-to-run variation of
+ * the recorded trace (Valgrind under another directory and environment: surface 0.001,
+ * L1 0.002, L2 0.025 measured). Issue 6's bars (1% surface, 1% L1 and L2, 2% for
+ * unique-index seeds) are printed next to the figures; most kernels do not meet them
+ * (docs/proxy.md says why, with measurements). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+#include <math.h>
+
+#include "memsnap_kernels.h"
+#include "testutil.h"
+
+#define WIDTHS 8
+#define DEPTHS 17
+#define HIERARCHIES 46
+
+static json_object *read_json(const char *dir, const char *name) {
+  char *text = test_read_in(dir, name);
+  assert_non_null(text);
+  json_object *object = json_tokener_parse(text);
+  free(text);
+  assert_non_null(object);
+  return object;
+}
+
+static json_object *get(json_object *object, const char *key) {
+  json_object *value = NULL;
+  assert_true(json_object_object_get_ex(object, key, &value));
+  return value;
+}
+
+/* hit_rates[w][d] of `memsnap surface --format json` (widths 4..512). */
+static void surface_of(const char *dir, const char *input, double rates[WIDTHS][DEPTHS]) {
+  assert_int_equal(test_memsnap_in(dir, "surface --format json %s", input), 0);
+  json_object *surface = read_json(dir, "out");
+  json_object *widths = get(surface, "widths");
+  assert_int_equal(json_object_array_length(widths), WIDTHS);
+  for (int w = 0; w < WIDTHS; w++) {
+    json_object *row = get(json_object_array_get_idx(widths, (size_t)w), "hit_rates");
+    assert_int_equal(json_object_array_length(row), DEPTHS);
+    for (int d = 0; d < DEPTHS; d++)
+      rates[w][d] = json_object_get_double(json_object_array_get_idx(row, (size_t)d));
+  }
+  json_object_put(surface);
+}
+
+/* L1 and L2 hit rates of the 46 evaluation hierarchies. */
+static void hierarchy_rates(const char *dir, const char *input, double rates[HIERARCHIES][2]) {
+  assert_int_equal(test_memsnap_in(dir, "sim --all-catalog --json --top 0 %s", input), 0);
+  json_object *report = read_json(dir, "out");
+  json_object *hierarchies = get(report, "hierarchies");
+  assert_true(json_object_array_length(hierarchies) >= HIERARCHIES);
+  for (int h = 0; h < HIERARCHIES; h++) {
+    json_object *levels = get(json_object_array_get_idx(hierarchies, (size_t)h), "levels");
+    for (int l = 0; l < 2; l++)
+      rates[h][l] =
+          json_object_get_double(get(json_object_array_get_idx(levels, (size_t)l), "hit_rate"));
+  }
+  json_object_put(report);
+}
+
+typedef struct errors {
+  double surface; /* mean |program - seed| over the 8 x 17 grid */
+  double wide;    /* the same over widths 64..512 (the dissertation's 68 caches) */
+  double w512;    /* max over the 512-byte width */
+  double l1, l2;  /* mean |program - seed| hit rate over the 46 hierarchies */
+} errors;
+
+static errors measure(const char *dir, const char *program, const char *seed) {
+  static double p[WIDTHS][DEPTHS], s[WIDTHS][DEPTHS], ph[HIERARCHIES][2], sh[HIERARCHIES][2];
+  surface_of(dir, program, p);
+  surface_of(dir, seed, s);
+  hierarchy_rates(dir, program, ph);
+  hierarchy_rates(dir, seed, sh);
+  errors e = {0};
+  for (int w = 0; w < WIDTHS; w++)
+    for (int d = 0; d < DEPTHS; d++) {
+      double diff = fabs(p[w][d] - s[w][d]);
+      e.surface += diff / (WIDTHS * DEPTHS);
+      if (w >= 4) e.wide += diff / (4 * DEPTHS);
+      if (w == WIDTHS - 1 && diff > e.w512) e.w512 = diff;
+    }
+  for (int h = 0; h < HIERARCHIES; h++) {
+    e.l1 += fabs(ph[h][0] - sh[h][0]) / HIERARCHIES;
+    e.l2 += fabs(ph[h][1] - sh[h][1]) / HIERARCHIES;
+  }
+  return e;
+}
+
+/* Bounds: the figures measured when they were set (docs/proxy.md) plus the margins.
+ * Sizes keep every trace under 10^6 accesses (the C++ runtime alone makes 0.6 M).
+ * Unique-index seeds (10^6 references each) for the gather and sparse matrix-vector
+ * kernels only, which issue 6 names: the test takes 5 minutes under ASan with all four. */
+typedef struct kernel_case {
+  const char *kernel, *args;
+  double surface, wide, l1, l2; /* plain seed, measured */
+  int unique;                   /* also a unique-index seed */
+  double u_surface, u_wide, u_w512;
+} kernel_case;
+
+static const kernel_case cases[] = {
+    {"gather", "20000", .033, .013, .017, .020, 1, .058, .018, .005},
+    {"matmul", "40", .035, .014, .003, .069, 0, 0, 0, 0},
+    {"stencil2d", "60", .040, .008, .011, .167, 0, 0, 0, 0},
+    {"stream_add", "20000", .086, .009, .137, .315, 0, 0, 0, 0},
+    {"linked_list", "5000", .043, .012, .011, .020, 0, 0, 0, 0},
+    {"random_gather", "65536 50000", .044, .017, .046, .039, 0, 0, 0, 0},
+    {"spmv", "6000", .084, .014, .055, .259, 1, .045, .016, .006},
+    {"transpose", "150", .065, .020, .064, .168, 0, 0, 0, 0},
+    {"stencil3d", "24", .050, .015, .009, .201, 0, 0, 0, 0},
+    {"matmul_blocked", "48", .037, .003, .001, .090, 0, 0, 0, 0},
+    {"threads4", "", .054, .012, .009, .078, 0, 0, 0, 0},
+#ifdef MEMSNAP_KERNEL_CXX
+    {"vector_sort", "2000", .033, .014, .006, .080, 0, 0, 0, 0},
+#endif
+};
+
+#define SURFACE_MARGIN 0.005
+#define L1_MARGIN 0.01
+#define L2_MARGIN 0.05
+
+static const char *bar(double value, double limit) { return value <= limit ? "met" : "not met"; }
+
+static void check_case(const char *dir, const kernel_case *c) {
+  char path[1024];
+  test_kernel(c->kernel, path, sizeof path);
+  assert_int_equal(
+      test_memsnap_in(dir, "record --quiet -o %s.mtr -- %s %s", c->kernel, path, c->args), 0);
+  assert_int_equal(test_memsnap_in(dir, "signature %s.mtr -o %s.sig", c->kernel, c->kernel), 0);
+  assert_int_equal(test_memsnap_in(dir, "synth %s.sig -o %s.seed", c->kernel, c->kernel), 0);
+  char program[300], seed[300];
+  snprintf(program, sizeof program, "%s.mtr", c->kernel);
+  snprintf(seed, sizeof seed, "%s.seed", c->kernel);
+  errors e = measure(dir, program, seed);
+  printf("%-15s plain : surface %.4f (widths 64-512 %.4f), 512 max %.4f, L1 %.4f, L2 %.4f; "
+         "issue 6 bars: surface %s, L1 %s, L2 %s\n",
+         c->kernel, e.surface, e.wide, e.w512, e.l1, e.l2, bar(e.surface, 0.01), bar(e.l1, 0.01),
+         bar(e.l2, 0.01));
+  assert_true(e.w512 <= 0.005 + 1e-9);
+  assert_true(e.surface <= c->surface + SURFACE_MARGIN);
+  assert_true(e.wide <= c->wide + SURFACE_MARGIN);
+  assert_true(e.l1 <= c->l1 + L1_MARGIN);
+  assert_true(e.l2 <= c->l2 + L2_MARGIN);
+  if (!c->unique) return;
+  assert_int_equal(test_memsnap_in(dir, "synth %s.sig --unique -o %s.useed", c->kernel, c->kernel),
+                   0);
+  snprintf(seed, sizeof seed, "%s.useed", c->kernel);
+  e = measure(dir, program, seed);
+  printf("%-15s unique: surface %.4f (widths 64-512 %.4f), 512 max %.4f, L1 %.4f, L2 %.4f; "
+         "issue 6 bar: surface %s\n",
+         c->kernel, e.surface, e.wide, e.w512, e.l1, e.l2, bar(e.surface, 0.02));
+  /* the 512-byte width: within the bound where a unique pattern can reach the target
+   * (at most 127/128 hits on 512-byte lines of 4-byte words) */
+  assert_true(e.w512 <= c->u_w512 + 0.002);
+  assert_true(e.surface <= c->u_surface + SURFACE_MARGIN);
+  assert_true(e.wide <= c->u_wide + SURFACE_MARGIN);
+}
+
+static void test_kernel_seed_accuracy(void **state) {
+  (void)state;
+  char *dir = test_tempdir();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_case(dir, &cases[i]);
+  test_rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernel_seed_accuracy),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
