@@ -19,17 +19,12 @@
  * mark is dropped (and its block forgotten) whenever there are more: memory is bounded by
  * t_{m-1} blocks in the hash table and a time window of at least 4 t_{m-1}; when the window
  * is used up the live marks are renumbered to its start.
- * The REUSE_WINDOW most recent blocks sit in a small move-to-front list instead (a hit
- * there is its position, without a lookup); the marks then stand for the blocks below
- * it, and their distances are offset by the window's size.
+ * A reference to the same block as the previous reference is distance 0 without a lookup.
  */
 #ifndef MEMSNAP_REUSE_STACK_H
 #define MEMSNAP_REUSE_STACK_H
 
 #include <stdint.h>
-
-/* Move-to-front window in front of the marks: see reuse_stack.c. */
-#define REUSE_WINDOW 4
 
 typedef struct reuse_slot {
   uint64_t block;
@@ -56,13 +51,8 @@ typedef struct reuse_stack {
   reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */
   uint32_t slot_mask;
   int hash_shift;
-  /* the K most recent blocks, most recent first, outside the marks (K < capacity) */
-  uint64_t recent[REUSE_WINDOW];
-  int recent_count, recent_size;
-  int recent_zone[REUSE_WINDOW]; /* zone of a reference at window position p */
-  int deep_first;                /* j0 = #{j : t_j <= K}: zones every marked block reaches */
-  int deep_bounded;              /* boundaries of the marks: thresholds t_j - K, j0 <= j < m-1 */
-  uint32_t *deep_thresholds;
+  uint64_t last_block;
+  int has_last;
 } reuse_stack;
 
 /* Groups of 4 neighbouring lines share one 64-byte cache line of slots (their group is

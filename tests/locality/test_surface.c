@@ -143,8 +143,8 @@ static void test_brute_force_single_depth(void **state) {
   check_against_brute_force(&config, 20000, 4096);
 }
 
-/* Depths around the 4-line move-to-front window of the engine (reuse_stack.c): a deepest
- * depth of 2 (a 1-line window), 5 (a 4-line window and one marked line) and 1 (no window). */
+/* Tiny grids: a deepest depth of 2, of 5 (odd thresholds), and of 1 (every reference is a
+ * repeat or a miss), with lines dropped all the time. */
 static void test_brute_force_tiny_depths(void **state) {
   (void)state;
   const uint64_t grids[3][3] = {{2, 0, 0}, {2, 4, 5}, {1, 0, 0}};
