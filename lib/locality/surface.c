@@ -1,6 +1,18 @@
 /* Cache surface builder: per width, reuse distances binned by the depths (reuse_stack.c:
- * time marks counted by a Fenwick tree, not a list with depth markers), fed every line
- * each access spans (memsnap's cache accounting, see surface.h).
+ * time marks with lazy depth boundaries, the dissertation's LRU markers placed in time),
+ * fed every line each access spans (memsnap's cache accounting, see surface.h).
+ *
+ * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): about 30-50x
+ * one simulator pass, not the 8x aimed at. The simulator's 32 KB cache stays in L1;
+ * here each width keeps up to 65536 lines in a hash table of 2-4 MB (the 16-byte slot,
+ * load <= 0.5) plus a 2 MB ring of the blocks by time, and a reference that is not a
+ * repeat reads one random slot, plus one more when a line is dropped. perf on
+ * random_gather (exact, cpu-clock samples): drop_oldest 36%, 61% of it on the slot reads
+ * of remove_block; the lookup in reuse_stack_reference 34%, a third of it on its slot
+ * read; the batch loop 17%, mostly the prefetch of the slot 8 accesses ahead, stalled on
+ * the misses already in flight.
+ * Reaching 8x would take smaller slots (a quotiented 8-byte key and time) or fewer
+ * table reads per line, not cheaper arithmetic.
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
