@@ -66,6 +66,7 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   uint32_t slots = 1024; /* grows up to twice the capacity (rehash) */
   stack->slot_mask = slots - 1;
   stack->hash_shift = 64 - 10;
+  stack->hash_multiplier = REUSE_HASH_GOLDEN;
   stack->window = 1024;
   while (stack->window < 4 * stack->capacity)
     stack->window *= 2;

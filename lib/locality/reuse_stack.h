@@ -51,16 +51,27 @@ typedef struct reuse_stack {
   reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */
   uint32_t slot_mask;
   int hash_shift;
+  uint64_t hash_multiplier; /* odd; REUSE_HASH_GOLDEN unless set before the first reference */
   uint64_t last_block;
   int has_last;
 } reuse_stack;
+
+/* The table's multiplicative hash. The golden ratio spreads strided walks evenly: another
+ * odd constant (0xFF51AFD7ED558CCD) made the exact surface 3-20% slower (gather, matmul,
+ * random_gather, best of 2 interleaved runs). But the SHARDS sampling hash (surface.c) is
+ * the golden ratio too: the lines it samples have the top bits of line x golden ratio in
+ * a 1% range, and so did their slots, into probe runs hundreds of slots long; sampled
+ * stacks take the other constant (SHARDS at 0.01, best of 2: random_gather 0.167 ->
+ * 0.107 s, gather 0.070 -> 0.041 s, matmul 0.085 -> 0.070 s, same surfaces). */
+#define REUSE_HASH_GOLDEN 0x9E3779B97F4A7C15ull
+#define REUSE_HASH_OTHER 0xFF51AFD7ED558CCDull
 
 /* Groups of 4 neighbouring lines share one 64-byte cache line of slots (their group is
  * scattered by a multiplicative hash): a streaming or strided walk finds 4 lines' slots in
  * one cache miss. Keeping all low bits instead (identity-like hashing) made runs of
  * consecutive lines into probe chains as long as the runs: 7x slower on matmul. */
 static inline uint32_t reuse_slot_of(const reuse_stack *stack, uint64_t block) {
-  uint32_t group = (uint32_t)(((block >> 2) * 0x9E3779B97F4A7C15ull) >> (stack->hash_shift + 2));
+  uint32_t group = (uint32_t)(((block >> 2) * stack->hash_multiplier) >> (stack->hash_shift + 2));
   return ((group << 2) | (uint32_t)(block & 3)) & stack->slot_mask;
 }
 

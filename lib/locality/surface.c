@@ -199,6 +199,8 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
       free(b);
       return rc;
     }
+    /* sampled lines share the top bits of their sample_hash(): not that multiplier */
+    if (config->sample_rate < 1.0) b->stacks[i].hash_multiplier = REUSE_HASH_OTHER;
   }
   for (int i = 0; i < 8; i++) {
     b->lane_shift[i] = i < config->width_count ? b->width_shift[i] : 63;
