@@ -15,11 +15,12 @@
  * first reference moves them all; they are moved lazily: each boundary keeps a time s_j and
  * the number of marks after it, and is advanced (a popcount skip over the bit words) only
  * when a reference needs it, so a miss costs no boundary work at all and a hit of zone z
- * looks at z + 1 boundaries. Only the latest t_{m-1} blocks can still hit, so the oldest
- * mark is dropped (and its block forgotten) whenever there are more: memory is bounded by
- * t_{m-1} blocks in the hash table and a time window of at least 4 t_{m-1}; when the window
- * is used up the live marks are renumbered to its start.
- * A reference to the same block as the previous reference is distance 0 without a lookup.
+ * looks at most at z + 1 boundaries (one stored at or after t qualifies unresolved); a
+ * hit at most 16 words of times back counts its marks directly instead. Only the latest t_{m-1}
+ * blocks can still hit, so the oldest mark is dropped (and its block forgotten) whenever there are
+ * more: memory is bounded by t_{m-1} blocks in the hash table and a time window of at least 4
+ * t_{m-1}; when the window is used up the live marks are renumbered to its start. A reference to
+ * the same block as the previous reference is distance 0 without a lookup.
  */
 #ifndef MEMSNAP_REUSE_STACK_H
 #define MEMSNAP_REUSE_STACK_H
