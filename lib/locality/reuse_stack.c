@@ -2,15 +2,41 @@
  *
  * Invariants: bit t of `bits` is set iff time t (< now) is the latest reference of a live
  * block; the live blocks are exactly the hash table's entries, each with that time;
- * live <= capacity; no mark lies before `oldest`; fenwick sums popcount(bits[w]) over the
- * words w < flushed (flushed_marks is their total), the words after are counted directly.
+ * live <= capacity; no mark lies before `oldest`; times start at 1. For every boundary j,
+ * after[j] + marks_set is the number of marks strictly after time boundary[j], unless
+ * boundary[j] < oldest (stale: then every live mark is after it). The true boundary B_j
+ * (the mark with t_j marks after it) is never before boundary[j], and no mark between the
+ * two is cleared before B_j is resolved: a hit at t resolves every boundary at or after t,
+ * and the drop of the oldest mark only concerns stale boundaries. Live never decreases, so
+ * a boundary that exists keeps existing; one that does not yet is before every mark.
  *
- * Why not the dissertation's LRU list with a marker at each depth (section 3.1): a deep
- * reference moves up to 17 markers, each onto a far-apart node (a cache miss each). On a
- * 54M-access matmul trace, 8 widths x 17 depths, that list ran at 65x one simulator pass
- * and this method, before its hash-table changes below, at 72x (same run conditions, a
- * loaded machine): no faster, but its work per reference is bounded by the Fenwick
- * tree's height whatever the distance, and its memory by the deepest depth.
+ * Why lazy boundaries rather than the earlier Fenwick tree over per-word popcounts: the
+ * tree paid two updates of its height (12 levels for 65536 blocks) on every reference
+ * (the mark cleared by a hit or by the drop of the oldest block) and a prefix query on
+ * every hit, whatever the distance. Boundaries cost nothing on a miss and z + 1 word
+ * scans on a hit of zone z; each boundary only moves forward in time, so its scans add up
+ * to about one pass over the window per renumbering.
+ * Measured against the Fenwick version (exact 8x17 surface, CPU time, best of 3
+ * interleaved runs in one session on the shared machine): gather 1.62 -> 1.53 s,
+ * random_gather 3.69 -> 3.24 s, matmul 2.10 -> 2.20 s in one session and 2.19 -> 1.88 s
+ * in the next: a small gain at best, because the time goes to the hash table's memory
+ * accesses, which both versions share (surface.c).
+ *
+ * Why not the dissertation's LRU list with a marker at each depth (section 3.1) itself: a
+ * deep reference moves up to 17 markers, each onto a far-apart list node (a cache miss
+ * each); here a marker move is a bit scan in a 32 KB array that stays in L1/L2. On a
+ * 54M-access matmul trace, 8 widths x 17 depths, that list ran at 65x one simulator pass.
+ *
+ * A 4-entry move-to-front list of the most recent blocks in front of the marks (hits at
+ * distance 1 are 38% of the references of matmul at widths 16..512) measured no faster,
+ * as every miss then also moves the list's last block to the marks: exact surface, CPU
+ * time, best of 4 interleaved runs, gather 1.417 -> 1.419 s, matmul 1.894 -> 1.868 s,
+ * random_gather 3.343 -> 3.522 s.
+ *
+ * Renumbering (the window is used up) sweeps the hash table linearly, mapping each time to
+ * its rank among the marks with a per-word prefix count: looking every live block up
+ * instead was one random table access per live block, 11% of the exact surface of
+ * random_gather (perf).
  */
 #include "reuse_stack.h"
 
@@ -45,22 +71,27 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   uint32_t slots = 1024; /* grows up to twice the capacity (rehash) */
   stack->slot_mask = slots - 1;
   stack->hash_shift = 64 - 10;
+  stack->hash_multiplier = REUSE_HASH_GOLDEN;
   stack->window = 1024;
   while (stack->window < 4 * stack->capacity)
     stack->window *= 2;
   stack->word_count = stack->window / 64;
   stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
   stack->bits = calloc(stack->word_count, sizeof *stack->bits);
-  stack->fenwick = calloc((size_t)stack->word_count + 1, sizeof *stack->fenwick);
+  stack->rank = calloc(stack->word_count, sizeof *stack->rank);
+  stack->boundary = calloc((size_t)count, sizeof *stack->boundary);
+  stack->after = calloc((size_t)count, sizeof *stack->after);
   stack->time_block = huge_calloc(stack->window, sizeof *stack->time_block);
   stack->slots = calloc(slots, sizeof *stack->slots);
-  if (!stack->thresholds || !stack->bits || !stack->fenwick || !stack->time_block ||
-      !stack->slots) {
+  if (!stack->thresholds || !stack->bits || !stack->rank || !stack->boundary || !stack->after ||
+      !stack->time_block || !stack->slots) {
     reuse_stack_free(stack);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for reuse distances up to %u blocks",
                         (unsigned)thresholds[count - 1]);
   }
   memcpy(stack->thresholds, thresholds, (size_t)count * sizeof *thresholds);
+  stack->now = 1; /* time 0 stays before every mark: boundaries start there */
+  stack->oldest = 1;
   stack->powers_of_two = 1;
   for (int j = 0; j < count; j++)
     if (thresholds[j] != 1ull << j) stack->powers_of_two = 0;
@@ -70,7 +101,9 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
 void reuse_stack_free(reuse_stack *stack) {
   free(stack->thresholds);
   free(stack->bits);
-  free(stack->fenwick);
+  free(stack->rank);
+  free(stack->boundary);
+  free(stack->after);
   free(stack->time_block);
   free(stack->slots);
   memset(stack, 0, sizeof *stack);
@@ -120,12 +153,8 @@ static int grow(reuse_stack *stack) {
 
 /* ---- marks ---- */
 
-/* Popcounts take 15% of the instructions of a reference (callgrind, matmul 60): the
- * reference is compiled twice, and the clone for CPUs with POPCNT (chosen at load time)
- * turns __builtin_popcountll into one instruction. The default clone calls libgcc (the
- * inline SWAR popcount was 6% faster there, but only pre-2008 x86 CPUs take that path).
- * Exact surface of matmul 60: 1.308 -> 1.135 G instructions; CPU time on the loaded
- * machine moved within its noise (random_gather 4.49 / 4.27 s -> 4.45 / 4.01 s). */
+/* The bit scans compile twice; the clone for CPUs with POPCNT (chosen at load time) turns
+ * __builtin_popcountll into one instruction instead of a libgcc call. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
@@ -137,98 +166,13 @@ static int grow(reuse_stack *stack) {
 
 static inline uint32_t popcount64(uint64_t x) { return (uint32_t)__builtin_popcountll(x); }
 
-static inline void fenwick_add(reuse_stack *stack, uint32_t word, int32_t delta) {
-  for (uint32_t i = word + 1; i <= stack->word_count; i += i & (0u - i))
-    stack->fenwick[i] += (uint32_t)delta;
+static inline int is_mark(const reuse_stack *stack, uint32_t t) {
+  return (int)((stack->bits[t >> 6] >> (t & 63)) & 1);
 }
 
-/* Marks in the words [0, word). */
-static inline uint32_t fenwick_prefix(const reuse_stack *stack, uint32_t word) {
-  uint32_t sum = 0;
-  for (uint32_t i = word; i > 0; i &= i - 1)
-    sum += stack->fenwick[i];
-  return sum;
-}
-
-/* Marks are set at `now` only, so the Fenwick tree holds the complete words [0, flushed)
- * and a word enters it once, when its last time is set: one tree update per 64 references
- * instead of one per reference. */
-static inline void set_mark(reuse_stack *stack, uint32_t t) {
-  stack->bits[t >> 6] |= 1ull << (t & 63);
-  if ((t & 63) == 63) {
-    uint32_t marks = popcount64(stack->bits[t >> 6]);
-    fenwick_add(stack, t >> 6, (int32_t)marks);
-    stack->flushed_marks += marks;
-    stack->flushed = (t >> 6) + 1;
-  }
-}
-
-static inline void clear_mark(reuse_stack *stack, uint32_t t) {
-  stack->bits[t >> 6] &= ~(1ull << (t & 63));
-  if ((t >> 6) < stack->flushed) {
-    fenwick_add(stack, t >> 6, -1);
-    stack->flushed_marks--;
-  }
-}
-
-/* Marks strictly after time t (all marks lie before now). */
-static inline uint32_t marks_after(const reuse_stack *stack, uint32_t t) {
-  uint32_t word = t >> 6, last_word = (stack->now - 1) >> 6;
-  uint64_t after = (t & 63) == 63 ? 0 : stack->bits[word] & (~0ull << ((t & 63) + 1));
-  uint32_t count = popcount64(after);
-  if (last_word - word <= 4) { /* short gap: the words themselves */
-    for (uint32_t w = word + 1; w <= last_word; w++)
-      count += popcount64(stack->bits[w]);
-    return count;
-  }
-  /* word + 1 < flushed here: the tree counts up to `flushed`, the words after directly */
-  count += stack->flushed_marks - fenwick_prefix(stack, word + 1);
-  for (uint32_t w = stack->flushed; w <= last_word; w++)
-    count += popcount64(stack->bits[w]);
-  return count;
-}
-
-/* Forgets the oldest live block. */
-static void drop_oldest(reuse_stack *stack) {
-  uint32_t w = stack->oldest >> 6;
-  uint64_t word = stack->bits[w] & (~0ull << (stack->oldest & 63));
-  while (!word)
-    word = stack->bits[++w];
-  uint32_t t = (w << 6) | (uint32_t)__builtin_ctzll(word);
-  clear_mark(stack, t);
-  remove_block(stack, stack->time_block[t]);
-  stack->live--;
-  stack->oldest = t + 1;
-}
-
-/* The window is used up: renumber the live marks 0..live-1 in order. */
-static void compact(reuse_stack *stack) {
-  uint32_t next = 0;
-  for (uint32_t w = stack->oldest >> 6; w < stack->word_count; w++) {
-    uint64_t word = stack->bits[w];
-    while (word) {
-      uint32_t t = (w << 6) | (uint32_t)__builtin_ctzll(word);
-      word &= word - 1;
-      uint64_t block = stack->time_block[t];
-      stack->slots[find_slot(stack, block)].time = next;
-      stack->time_block[next++] = block;
-    }
-  }
-  memset(stack->bits, 0, stack->word_count * sizeof *stack->bits);
-  memset(stack->fenwick, 0, ((size_t)stack->word_count + 1) * sizeof *stack->fenwick);
-  for (uint32_t t = 0; t < next; t++)
-    stack->bits[t >> 6] |= 1ull << (t & 63);
-  stack->flushed = next >> 6;
-  stack->flushed_marks = stack->flushed * 64;
-  for (uint32_t w = 0; w < stack->word_count; w++) { /* linear-time Fenwick build */
-    uint32_t i = w + 1;
-    if (w < stack->flushed) stack->fenwick[i] += popcount64(stack->bits[w]);
-    uint32_t parent = i + (i & (0u - i));
-    if (parent <= stack->word_count) stack->fenwick[parent] += stack->fenwick[i];
-  }
-  stack->now = next;
-  stack->oldest = 0;
-}
+/* Hits at most this many words of times back are counted directly: 16 popcounts of words
+ * in L1 cost less than the boundary search and its mispredicted exit. */
+#define SHORT_GAP_WORDS 16
 
 static inline int zone_of(const reuse_stack *stack, uint64_t distance) {
   if (stack->powers_of_two) { /* #{j : 2^j <= distance} = floor(log2 distance) + 1 */
@@ -246,6 +190,94 @@ static inline int zone_of(const reuse_stack *stack, uint64_t distance) {
   return lo;
 }
 
+/* Forgets the oldest live block. */
+static void drop_oldest(reuse_stack *stack) {
+  uint32_t w = stack->oldest >> 6;
+  uint64_t word = stack->bits[w] & (~0ull << (stack->oldest & 63));
+  while (!word)
+    word = stack->bits[++w];
+  uint32_t t = (w << 6) | (uint32_t)__builtin_ctzll(word);
+  stack->bits[w] &= ~(1ull << (t & 63));
+  remove_block(stack, stack->time_block[t]);
+  stack->live--;
+  stack->oldest = t + 1;
+}
+
+/* Resolves boundary j: moves boundary[j] onto B_j, the mark with exactly t_j marks after it.
+ * Returns 0 if there is no such mark (t_j live marks or fewer), else 1. */
+static inline int resolve(reuse_stack *stack, int j) {
+  uint32_t s = stack->boundary[j];
+  uint32_t after = stack->after[j] + stack->marks_set;
+  if (s < stack->oldest) { /* stale: every live mark is after it */
+    s = stack->oldest - 1;
+    after = stack->live;
+  }
+  uint32_t target = (uint32_t)stack->thresholds[j];
+  /* marks at or after s, minus the t_j that must follow B_j: B_j is the r-th from s */
+  uint32_t at_or_after = after + (uint32_t)is_mark(stack, s);
+  if (at_or_after <= target) {
+    stack->boundary[j] = s;
+    stack->after[j] = after - stack->marks_set;
+    return 0;
+  }
+  uint32_t r = at_or_after - target;
+  uint32_t w = s >> 6;
+  uint64_t word = stack->bits[w] & (~0ull << (s & 63));
+  uint32_t count = popcount64(word);
+  while (count < r) {
+    r -= count;
+    word = stack->bits[++w];
+    count = popcount64(word);
+  }
+  while (--r)
+    word &= word - 1;
+  stack->boundary[j] = (w << 6) | (uint32_t)__builtin_ctzll(word);
+  stack->after[j] = target - stack->marks_set;
+  return 1;
+}
+
+/* The window is used up: renumber the live marks 1..live in order. */
+static void compact(reuse_stack *stack) {
+  const int bounded = stack->threshold_count - 1;
+  int exists[64];
+  for (int j = 0; j < bounded; j++)
+    exists[j] = resolve(stack, j);
+  uint32_t marks = 0;
+  for (uint32_t w = 0; w < stack->word_count; w++) {
+    stack->rank[w] = marks;
+    marks += popcount64(stack->bits[w]);
+  }
+  /* new time of the mark at t: 1 + marks before it */
+#define NEW_TIME(t)                                                                                \
+  (1 + stack->rank[(t) >> 6] + popcount64(stack->bits[(t) >> 6] & ((1ull << ((t)&63)) - 1)))
+  const uint32_t slot_count = stack->slot_mask + 1;
+  for (uint32_t i = 0; i < slot_count; i++)
+    if (stack->slots[i].used) stack->slots[i].time = NEW_TIME(stack->slots[i].time);
+  for (int j = 0; j < bounded; j++) {
+    if (exists[j]) {
+      stack->boundary[j] = NEW_TIME(stack->boundary[j]);
+    } else {
+      stack->boundary[j] = 0;
+      stack->after[j] = stack->live - stack->marks_set;
+    }
+  }
+  uint32_t next = 1;
+  for (uint32_t w = stack->oldest >> 6; w < stack->word_count; w++) {
+    uint64_t word = stack->bits[w];
+    while (word) {
+      uint32_t t = (w << 6) | (uint32_t)__builtin_ctzll(word);
+      word &= word - 1;
+      stack->time_block[next++] = stack->time_block[t];
+    }
+  }
+#undef NEW_TIME
+  memset(stack->bits, 0, stack->word_count * sizeof *stack->bits);
+  for (uint32_t t = 1; t < next; t++)
+    stack->bits[t >> 6] |= 1ull << (t & 63);
+  stack->now = next;
+  stack->oldest = 1;
+}
+
 POPCNT_CLONES int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
   if (stack->has_last && stack->last_block == block) return 0;
   stack->has_last = 1;
@@ -257,10 +289,29 @@ POPCNT_CLONES int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
     reuse_stack_prefetch(stack, stack->time_block[stack->oldest + 8]);
   uint32_t s = find_slot(stack, block);
   int zone;
+  const int bounded = stack->threshold_count - 1;
   if (stack->slots[s].used) {
     uint32_t t = stack->slots[s].time;
-    zone = zone_of(stack, marks_after(stack, t));
-    clear_mark(stack, t);
+    uint32_t word = t >> 6, last_word = (stack->now - 1) >> 6;
+    if (last_word - word < SHORT_GAP_WORDS) {
+      /* a short gap in time: the marks after t counted directly */
+      uint32_t distance = popcount64(stack->bits[word] & (~1ull << (t & 63)));
+      for (uint32_t w = word + 1; w <= last_word; w++)
+        distance += popcount64(stack->bits[w]);
+      zone = zone_of(stack, distance);
+    } else {
+      /* zone = #{j : t <= B_j}: a boundary stored at or after t is known to qualify (B_j
+       * is never before it), the others are resolved (B_{m-1} never exists for a live
+       * block: live <= t_{m-1}) */
+      zone = 0;
+      while (zone < bounded &&
+             (stack->boundary[zone] >= t || (resolve(stack, zone) && stack->boundary[zone] >= t)))
+        zone++;
+    }
+    /* the mark at t leaves the counts of the boundaries before it */
+    for (int j = 0; j < bounded; j++)
+      stack->after[j] -= stack->boundary[j] < t;
+    stack->bits[word] &= ~(1ull << (t & 63));
   } else {
     zone = stack->threshold_count;
     if (2 * (stack->live + 1) > stack->slot_mask + 1) {
@@ -273,7 +324,9 @@ POPCNT_CLONES int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
   }
   stack->slots[s].time = stack->now;
   stack->time_block[stack->now] = block;
-  set_mark(stack, stack->now++);
+  stack->bits[stack->now >> 6] |= 1ull << (stack->now & 63);
+  stack->now++;
+  stack->marks_set++;
   if (stack->live > stack->capacity) drop_oldest(stack);
   return zone;
 }

@@ -1,6 +1,18 @@
 /* Cache surface builder: per width, reuse distances binned by the depths (reuse_stack.c:
- * time marks counted by a Fenwick tree, not a list with depth markers), fed every line
- * each access spans (memsnap's cache accounting, see surface.h).
+ * time marks with lazy depth boundaries, the dissertation's LRU markers placed in time),
+ * fed every line each access spans (memsnap's cache accounting, see surface.h).
+ *
+ * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): about 30-50x
+ * one simulator pass, not the 8x aimed at. The simulator's 32 KB cache stays in L1;
+ * here each width keeps up to 65536 lines in a hash table of 2-4 MB (the 16-byte slot,
+ * load <= 0.5) plus a 2 MB ring of the blocks by time, and a reference that is not a
+ * repeat reads one random slot, plus one more when a line is dropped. perf on
+ * random_gather (exact, cpu-clock samples): drop_oldest 36%, 61% of it on the slot reads
+ * of remove_block; the lookup in reuse_stack_reference 34%, a third of it on its slot
+ * read; the batch loop 17%, mostly the prefetch of the slot 8 accesses ahead, stalled on
+ * the misses already in flight.
+ * Reaching 8x would take smaller slots (a quotiented 8-byte key and time) or fewer
+ * table reads per line, not cheaper arithmetic.
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
@@ -21,6 +33,11 @@
 #include "memsnap/surface.h"
 #include "reuse_stack.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SURFACE_AVX2 1 /* the sampled pass has an AVX2 version, chosen at run time */
+#endif
+
 struct ms_surface_builder {
   ms_surface_config config;
   int width_shift[MS_SURFACE_MAX_WIDTHS];
@@ -39,7 +56,12 @@ struct ms_surface_builder {
   int has_last_line[MS_SURFACE_MAX_WIDTHS];
   uint64_t accesses;
   uint64_t sample_limit; /* observe a line iff its 24-bit hash < sample_limit (2^24: all) */
+  /* the sampled pass: the last byte of the previous access (repeats at every width) */
+  uint64_t previous_last;
+  int has_previous;
+  int use_avx2;
   uint64_t salt[MS_SURFACE_MAX_WIDTHS];
+  int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (AVX2 pass, <= 8 widths) */
 };
 
 void ms_surface_config_default(ms_surface_config *config) {
@@ -177,7 +199,16 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
       free(b);
       return rc;
     }
+    /* sampled lines share the top bits of their sample_hash(): not that multiplier */
+    if (config->sample_rate < 1.0) b->stacks[i].hash_multiplier = REUSE_HASH_OTHER;
   }
+  for (int i = 0; i < 8; i++) {
+    b->lane_shift[i] = i < config->width_count ? b->width_shift[i] : 63;
+    b->lane_salt[i] = i < config->width_count ? (int64_t)b->salt[i] : 0;
+  }
+#ifdef SURFACE_AVX2
+  b->use_avx2 = config->width_count <= 8 && __builtin_cpu_supports("avx2");
+#endif
   b->sample_limit =
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
   *out = b;
@@ -241,62 +272,186 @@ static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
   return MS_OK;
 }
 
-/* SHARDS: Fibonacci hashing of the line plus a per-width salt, top 24 bits. */
-static inline int sampled(uint64_t line, uint64_t salt, uint64_t limit) {
-  return (((line + salt) * 0x9E3779B97F4A7C15ull) >> 40) < limit;
+/* SHARDS sampling hash of a line of width i: Fibonacci hashing of the line plus a per-width
+ * salt, top 24 bits. Its multiplicative structure spreads runs of consecutive lines evenly
+ * (low discrepancy): a 32-bit avalanche hash (lowbias32) instead raised the mean error at
+ * depths >= 256 from 0.0129 / 0.0016 / 0.0017 to 0.0226 / 0.0072 / 0.0086 on matmul /
+ * gather / random_gather (bench/run-locality.sh traces). */
+#define SAMPLE_MULTIPLIER 0x9E3779B97F4A7C15ull
+
+static inline uint64_t sample_hash(uint64_t line, uint64_t salt) {
+  return ((line + salt) * SAMPLE_MULTIPLIER) >> 40;
 }
 
-/* The sampled pass of one width: the lines of an access are consecutive, so only its
- * first line can repeat the previous line (counted without a branch), and every line is
- * hashed and compared to the threshold before any table is touched (a rarely taken
- * branch at low rates). Measured against the loop shared with the exact pass (matmul
- * 150, 6.9M accesses, SHARDS 0.01, best of 3, two interleaved runs on a loaded machine):
- * 0.39 s / 0.29 s -> 0.21 s / 0.21 s, output unchanged. */
-static int add_width_sampled(ms_surface_builder *b, int i, const ms_batch *batch) {
-  const int shift = b->width_shift[i];
-  const uint64_t salt = b->salt[i], limit = b->sample_limit;
-  reuse_stack *stack = &b->stacks[i];
-  uint64_t *refs = b->zone_refs[i];
-  uint64_t last_line = b->last_line[i], repeats = b->repeats[i], lines = 0;
-  const ms_access *accesses = batch->accesses;
-  const size_t count = batch->count;
-  if (!b->has_last_line[i] && count > 0) {
-    last_line = ~(accesses[0].address >> shift);
-    b->has_last_line[i] = 1;
-  }
-  for (size_t n = 0; n < count; n++) {
-    uint64_t first = accesses[n].address;
-    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
-    if (__builtin_expect(last < first, 0)) last = UINT64_MAX;
-    uint64_t line = first >> shift, end = last >> shift;
-    uint64_t repeat = line == last_line;
-    lines += end - line + 1;
-    repeats += repeat;
-    last_line = end;
-    if (__builtin_expect(sampled(line, salt, limit), 0) && !repeat) {
-      int zone = reuse_stack_reference(stack, line);
-      if (zone < 0) return zone;
-      refs[zone]++;
-    }
-    while (__builtin_expect(line != end, 0)) {
-      line++;
-      if (__builtin_expect(sampled(line, salt, limit), 0)) {
-        int zone = reuse_stack_reference(stack, line);
-        if (zone < 0) return zone;
-        refs[zone]++;
-      }
-    }
-  }
-  b->last_line[i] = last_line;
-  b->repeats[i] = repeats;
-  b->lines[i] += lines;
+static inline int sample_line(ms_surface_builder *b, int i, uint64_t line) {
+  int zone = reuse_stack_reference(&b->stacks[i], line);
+  if (zone < 0) return zone;
+  b->zone_refs[i][zone]++;
   return MS_OK;
 }
 
+/* The lines of one access at width i, one by one (accesses that span more than two lines
+ * of a width, and the scalar pass). The first line is a repeat iff it is the last line of
+ * the previous access; the next ones never are. */
+static inline int sample_access_width(ms_surface_builder *b, int i, uint64_t first, uint64_t last,
+                                      uint64_t previous) {
+  const int shift = b->width_shift[i];
+  const uint64_t salt = b->salt[i];
+  const uint64_t limit = b->sample_limit;
+  uint64_t line = first >> shift, end = last >> shift;
+  b->lines[i] += end - line + 1;
+  if (line == previous >> shift)
+    b->repeats[i]++;
+  else if (__builtin_expect(sample_hash(line, salt) < limit, 0) && sample_line(b, i, line) < 0)
+    return MS_ERR_NOMEM;
+  while (__builtin_expect(line != end, 0)) {
+    line++;
+    if (__builtin_expect(sample_hash(line, salt) < limit, 0) && sample_line(b, i, line) < 0)
+      return MS_ERR_NOMEM;
+  }
+  return MS_OK;
+}
+
+static inline uint64_t access_last(const ms_access *a) {
+  uint64_t last = a->address + (a->size ? a->size : 1) - 1;
+  return last < a->address ? UINT64_MAX : last; /* an access at the top of the address space */
+}
+
+/* The sampled pass, all widths of an access together (the widths share the decoding). */
+static int add_sampled_scalar(ms_surface_builder *b, const ms_batch *batch) {
+  const int widths = b->config.width_count;
+  uint64_t previous = b->previous_last;
+  for (size_t n = 0; n < batch->count; n++) {
+    uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
+    if (!b->has_previous) { /* the first line of the stream repeats nothing */
+      previous = ~first;
+      b->has_previous = 1;
+    }
+    for (int i = 0; i < widths; i++)
+      if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
+    previous = last;
+  }
+  b->previous_last = previous;
+  return MS_OK;
+}
+
+#ifdef SURFACE_AVX2
+
+/* The product (line + salt) x SAMPLE_MULTIPLIER of sample_hash() for 4 lines at once, its
+ * low 64 bits from three 32 x 32-bit products (AVX2 has no 64-bit multiply). The product of
+ * the next line is this one plus the multiplier. */
+__attribute__((target("avx2"))) static inline __m256i sample_product_lanes(__m256i line,
+                                                                           __m256i salt) {
+  const __m256i low = _mm256_set1_epi64x((long long)(SAMPLE_MULTIPLIER & 0xFFFFFFFFu));
+  const __m256i high = _mm256_set1_epi64x((long long)(SAMPLE_MULTIPLIER >> 32));
+  __m256i x = _mm256_add_epi64(line, salt);
+  __m256i cross =
+      _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), low), _mm256_mul_epu32(x, high));
+  return _mm256_add_epi64(_mm256_mul_epu32(x, low), _mm256_slli_epi64(cross, 32));
+}
+
+/* The sampled pass with AVX2, 8 widths in two vectors of 4 lanes (unused lanes have shift
+ * 63 and never sample): shifts, repeat tests, line counts and hashes of the first and
+ * last line of every width in ~40 vector instructions, then the rare sampled lines one by
+ * one. An access spanning more than two lines of some width takes the scalar path. */
+__attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *b,
+                                                            const ms_batch *batch) {
+  const int widths = b->config.width_count;
+  const __m256i shift0 = _mm256_loadu_si256((const __m256i *)&b->lane_shift[0]);
+  const __m256i shift1 = _mm256_loadu_si256((const __m256i *)&b->lane_shift[4]);
+  const __m256i salt0 = _mm256_loadu_si256((const __m256i *)&b->lane_salt[0]);
+  const __m256i salt1 = _mm256_loadu_si256((const __m256i *)&b->lane_salt[4]);
+  const __m256i limit = _mm256_set1_epi64x((long long)b->sample_limit);
+  const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
+  const __m256i multiplier = _mm256_set1_epi64x((long long)SAMPLE_MULTIPLIER);
+  __m256i span0 = _mm256_setzero_si256(), span1 = span0, repeat0 = span0, repeat1 = span0;
+  uint64_t previous = b->previous_last, vector_accesses = 0;
+  size_t n = 0;
+  if (!b->has_previous && batch->count > 0) {
+    previous = ~batch->accesses[0].address;
+    b->has_previous = 1;
+  }
+  /* the last lines of the previous access, per width */
+  __m256i previous0 = _mm256_srlv_epi64(_mm256_set1_epi64x((long long)previous), shift0);
+  __m256i previous1 = _mm256_srlv_epi64(_mm256_set1_epi64x((long long)previous), shift1);
+  for (; n < batch->count; n++) {
+    const uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
+    const __m256i f = _mm256_set1_epi64x((long long)first), l = _mm256_set1_epi64x((long long)last);
+    __m256i line0 = _mm256_srlv_epi64(f, shift0), line1 = _mm256_srlv_epi64(f, shift1);
+    __m256i end0 = _mm256_srlv_epi64(l, shift0), end1 = _mm256_srlv_epi64(l, shift1);
+    __m256i d0 = _mm256_sub_epi64(end0, line0), d1 = _mm256_sub_epi64(end1, line1);
+    if (__builtin_expect(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(
+                             _mm256_cmpgt_epi64(d0, one), _mm256_cmpgt_epi64(d1, one)))),
+                         0)) {
+      for (int i = 0; i < widths; i++) /* more than two lines: one by one */
+        if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
+      previous = last;
+      previous0 = end0;
+      previous1 = end1;
+      continue;
+    }
+    span0 = _mm256_add_epi64(span0, d0);
+    span1 = _mm256_add_epi64(span1, d1);
+    __m256i rep0 = _mm256_cmpeq_epi64(line0, previous0);
+    __m256i rep1 = _mm256_cmpeq_epi64(line1, previous1);
+    repeat0 = _mm256_sub_epi64(repeat0, rep0);
+    repeat1 = _mm256_sub_epi64(repeat1, rep1);
+    /* first line: sampled and not a repeat; last line: sampled and not the first */
+    __m256i product0 = sample_product_lanes(line0, salt0);
+    __m256i product1 = sample_product_lanes(line1, salt1);
+    __m256i want0 =
+        _mm256_andnot_si256(rep0, _mm256_cmpgt_epi64(limit, _mm256_srli_epi64(product0, 40)));
+    __m256i want1 =
+        _mm256_andnot_si256(rep1, _mm256_cmpgt_epi64(limit, _mm256_srli_epi64(product1, 40)));
+    __m256i second0 = _mm256_andnot_si256(
+        _mm256_cmpeq_epi64(d0, zero),
+        _mm256_cmpgt_epi64(limit, _mm256_srli_epi64(_mm256_add_epi64(product0, multiplier), 40)));
+    __m256i second1 = _mm256_andnot_si256(
+        _mm256_cmpeq_epi64(d1, zero),
+        _mm256_cmpgt_epi64(limit, _mm256_srli_epi64(_mm256_add_epi64(product1, multiplier), 40)));
+    const unsigned used = (1u << widths) - 1;
+    unsigned firsts = used & ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(want0)) |
+                              (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(want1)) << 4);
+    unsigned seconds = used & ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(second0)) |
+                               (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(second1)) << 4);
+    for (unsigned any = firsts | seconds; __builtin_expect(any != 0, 0); any &= any - 1) {
+      int i = __builtin_ctz(any);
+      if ((firsts >> i) & 1 && sample_line(b, i, first >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+      if ((seconds >> i) & 1 && sample_line(b, i, last >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+    }
+    previous0 = end0;
+    previous1 = end1;
+    previous = last;
+    vector_accesses++;
+  }
+  uint64_t span[8], repeat[8];
+  _mm256_storeu_si256((__m256i *)&span[0], span0);
+  _mm256_storeu_si256((__m256i *)&span[4], span1);
+  _mm256_storeu_si256((__m256i *)&repeat[0], repeat0);
+  _mm256_storeu_si256((__m256i *)&repeat[4], repeat1);
+  for (int i = 0; i < widths; i++) {
+    b->lines[i] += span[i] + vector_accesses;
+    b->repeats[i] += repeat[i];
+  }
+  b->previous_last = previous;
+  return MS_OK;
+}
+#endif
+
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   for (int i = 0; i < b->config.width_count; i++) {
-    int rc =
-        b->sample_limit >= (1u << 24) ? add_width(b, i, batch) : add_width_sampled(b, i, batch);
+    if (b->sample_limit < (1u << 24)) break;
+    int rc = add_width(b, i, batch);
+    if (rc < 0) return rc;
+  }
+  if (b->sample_limit < (1u << 24)) {
+#ifdef SURFACE_AVX2
+    int rc = b->use_avx2 ? add_sampled_avx2(b, batch) : add_sampled_scalar(b, batch);
+#else
+    int rc = add_sampled_scalar(b, batch);
+#endif
     if (rc < 0) return rc;
   }
   b->accesses += batch->count;

@@ -143,6 +143,23 @@ static void test_brute_force_single_depth(void **state) {
   check_against_brute_force(&config, 20000, 4096);
 }
 
+/* Tiny grids: a deepest depth of 2, of 5 (odd thresholds), and of 1 (every reference is a
+ * repeat or a miss), with lines dropped all the time. */
+static void test_brute_force_tiny_depths(void **state) {
+  (void)state;
+  const uint64_t grids[3][3] = {{2, 0, 0}, {2, 4, 5}, {1, 0, 0}};
+  const int counts[3] = {1, 3, 1};
+  for (int g = 0; g < 3; g++) {
+    ms_surface_config config;
+    ms_surface_config_default(&config);
+    config.width_count = 2;
+    config.widths[0] = 4, config.widths[1] = 64;
+    config.depth_count = counts[g];
+    memcpy(config.depths, grids[g], (size_t)counts[g] * sizeof grids[g][0]);
+    check_against_brute_force(&config, 20000, 4096);
+  }
+}
+
 /* ---- memsnap sim ---- */
 
 static json_object *json_get(json_object *object, const char *key) {
@@ -346,6 +363,43 @@ static void test_shards_error(void **state) {
   free(accesses);
 }
 
+/* The sampled pass has an AVX2 version for up to 8 widths and a scalar one (any CPU, and
+ * more widths); widths 4..512 are the same streams with the same salts in a 9-width grid
+ * (4..1024, scalar pass) as in the default 8-width grid (AVX2 pass where the CPU has it),
+ * so their results must be identical. Sizes up to 16 bytes also make accesses that span
+ * more than two 4-byte lines (the vector pass hands those to the scalar code). */
+static void test_shards_passes_agree(void **state) {
+  (void)state;
+  size_t count = 200000;
+  ms_access *accesses = malloc(count * sizeof *accesses);
+  assert_non_null(accesses);
+  make_stream(accesses, count, 1u << 20);
+  static ms_surface surfaces[2];
+  for (int pass = 0; pass < 2; pass++) {
+    ms_surface_config config;
+    ms_surface_config_default(&config);
+    config.sample_rate = 0.05;
+    if (pass) config.widths[config.width_count++] = 1024;
+    ms_surface_builder *builder;
+    assert_int_equal(ms_surface_builder_new(&config, &builder), MS_OK);
+    for (size_t start = 0; start < count; start += 1000) {
+      ms_batch batch = {accesses + start, 1000, 1000};
+      assert_int_equal(ms_surface_builder_add(builder, &batch), MS_OK);
+    }
+    ms_surface_builder_result(builder, &surfaces[pass]);
+    ms_surface_builder_free(builder);
+  }
+  for (int w = 0; w < 8; w++) {
+    assert_int_equal(surfaces[0].references[w], surfaces[1].references[w]);
+    assert_true(surfaces[0].references[w] > 0);
+    for (int k = 0; k <= surfaces[0].depth_count; k++)
+      assert_int_equal(surfaces[0].histogram[w][k], surfaces[1].histogram[w][k]);
+    for (int k = 0; k < surfaces[0].depth_count; k++)
+      assert_true(surfaces[0].hit_rate[w][k] == surfaces[1].hit_rate[w][k]);
+  }
+  free(accesses);
+}
+
 /* ---- options and inputs ---- */
 
 static void test_parse_grid(void **state) {
@@ -454,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_brute_force_default_like),
       cmocka_unit_test(test_brute_force_odd_depths),
       cmocka_unit_test(test_brute_force_single_depth),
+      cmocka_unit_test(test_brute_force_tiny_depths),
       cmocka_unit_test(test_sim_stream_add),
       cmocka_unit_test(test_sim_matmul),
       cmocka_unit_test(test_sim_gather),
@@ -461,6 +516,7 @@ int main(void) {
       cmocka_unit_test(test_cachegrind_stream_add),
       cmocka_unit_test(test_cachegrind_matmul),
       cmocka_unit_test(test_shards_error),
+      cmocka_unit_test(test_shards_passes_agree),
       cmocka_unit_test(test_parse_grid),
       cmocka_unit_test(test_cli_errors),
       cmocka_unit_test(test_plots),
