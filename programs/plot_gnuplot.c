@@ -2,6 +2,7 @@
 #include "plot_gnuplot.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -63,10 +64,16 @@ int plot_run_gnuplot(const char *command, const char *output, const char *script
   fputs(" >/dev/null", shell);
   fclose(shell);
   fflush(stdout);
+  /* If gnuplot is missing or dies early, the writes below hit a closed pipe: ignore SIGPIPE
+   * meanwhile so that memsnap reports it (from pclose's status) instead of being killed. */
+  struct sigaction ignore = {.sa_handler = SIG_IGN}, previous;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &previous);
   FILE *pipe = popen(line, "w");
   free(line);
   if (!pipe) {
     cli_error(command, "cannot run gnuplot: %s", strerror(errno));
+    sigaction(SIGPIPE, &previous, NULL);
     free(temp);
     return 1;
   }
@@ -81,6 +88,7 @@ int plot_run_gnuplot(const char *command, const char *output, const char *script
   fputs(script, pipe);
   fputs("\nset output\n", pipe);
   int status = pclose(pipe);
+  sigaction(SIGPIPE, &previous, NULL);
   if (status != 0) {
     unlink(temp);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)

@@ -278,7 +278,14 @@ static void compact(reuse_stack *stack) {
   stack->oldest = 1;
 }
 
-POPCNT_CLONES int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
+/* Cloned as a static function behind the exported one: clang 14 emits no symbol under the
+ * plain name for an external function with target_clones (the link of scores.c and
+ * surface.c failed). */
+POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block);
+
+int reuse_stack_reference(reuse_stack *stack, uint64_t block) { return reference(stack, block); }
+
+POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
   if (stack->has_last && stack->last_block == block) return 0;
   stack->has_last = 1;
   stack->last_block = block;
