@@ -391,7 +391,8 @@ static int read_number_line(reader *r, int base, uint64_t *value) {
   return rc < 0 ? rc : read_end(r);
 }
 
-static int read_quoted(reader *r, char **out) {
+/* A quoted string at r->p (\n, \t and \X escapes) into a malloc'd *out; r->p goes past it. */
+static int scan_quoted(reader *r, char **out) {
   if (r->p >= r->end || *r->p != '"') return read_error(r, "expected a quoted string");
   char *text = malloc((size_t)(r->end - r->p) + 1), *q = text;
   if (!text) return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -408,7 +409,16 @@ static int read_quoted(reader *r, char **out) {
     return read_error(r, "unterminated string");
   }
   r->p++;
-  int rc = read_end(r);
+  *out = text;
+  return 0;
+}
+
+/* A quoted string that ends the line. */
+static int read_quoted(reader *r, char **out) {
+  char *text;
+  int rc = scan_quoted(r, &text);
+  if (rc < 0) return rc;
+  rc = read_end(r);
   if (rc < 0)
     free(text);
   else
@@ -750,27 +760,14 @@ static int check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsigne
 static int read_at(reader *r, char **file, uint64_t *line) {
   char *name = NULL;
   if (r->p < r->end && *r->p == '"') {
-    name = malloc((size_t)(r->end - r->p) + 1);
-    if (!name) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-    char *q = name;
-    for (r->p++; r->p < r->end && *r->p != '"'; r->p++) {
-      if (*r->p == '\\' && r->p + 1 < r->end) {
-        r->p++;
-        *q++ = *r->p == 'n' ? '\n' : *r->p == 't' ? '\t' : *r->p;
-      } else
-        *q++ = *r->p;
-    }
-    *q = 0;
-    if (r->p >= r->end) {
-      free(name);
-      return read_error(r, "unterminated string");
-    }
-    r->p++;
+    int rc = scan_quoted(r, &name);
+    if (rc < 0) return rc;
     if (r->p >= r->end || *r->p != ':') {
       free(name);
       return read_error(r, "expected ':LINE' after the file");
     }
   } else {
+    if (r->p >= r->end) return read_error(r, "expected FILE:LINE");
     const char *token_end = memchr(r->p, ' ', (size_t)(r->end - r->p));
     if (!token_end) token_end = r->end;
     const char *colon = NULL;
