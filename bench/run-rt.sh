@@ -20,14 +20,16 @@ cc="$build/bin/memsnap-cc"
 work=$(mktemp -d /tmp/memsnap-bench-rt-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# Sizes: the plain runs last 0.1-0.7 s, so that the ~35 ms a traced run spends starting
-# its writer (exec of memsnap) and resolving sites at the end (libdw) stay small.
+# Sizes: the plain -O2 runs last about half a second or more on a quiet machine, so that
+# the ~35 ms a traced run spends starting its writer (exec of memsnap) and resolving sites
+# at the end (libdw) stay small (with matmul 320, stencil2d 1200, gather 6000000, the plain
+# runs took 0.03-0.12 s and those fixed costs made up most of the traced/plain ratios).
 cases=(
-  "stream_add 8000000"
-  "matmul 320"
-  "stencil2d 1200"
-  "gather 6000000"
-  "linked_list 1200000"
+  "stream_add 24000000"
+  "matmul 640"
+  "stencil2d 4800"
+  "gather 24000000"
+  "linked_list 2400000"
 )
 
 measure() { # measure COMMAND...: "wall cpu" of one run, output discarded
