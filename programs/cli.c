@@ -71,6 +71,13 @@ void cli_set_seed_expansion(uint64_t footprint, uint64_t length) {
   seed_expansion = footprint || length;
 }
 
+int cli_parse_expansion_option(const char *command, int option, const char *text,
+                               uint64_t *footprint, uint64_t *length) {
+  if (cli_parse_count(text, option == 'F' ? footprint : length) == 0) return 0;
+  cli_error(command, "bad %s '%s'", option == 'F' ? "--footprint" : "--length", text);
+  return 2;
+}
+
 /* Opens `path` as an expanded seed (see cli_set_seed_expansion). */
 static int open_expanded_seed(const char *path, ms_source **out) {
   ms_mtr_stat stat;

@@ -71,6 +71,10 @@ int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off);
  * at least its minimum replications) and repeated to `length` accesses (0: one pass). A
  * plain trace is then an error. Options --footprint/--length of `memsnap sim`. */
 void cli_set_seed_expansion(uint64_t footprint, uint64_t length);
+/* Parses the value of --footprint (option 'F') or --length ('L') into *footprint or
+ * *length; returns 0, or 2 after a one-line error naming the option. */
+int cli_parse_expansion_option(const char *command, int option, const char *text,
+                               uint64_t *footprint, uint64_t *length);
 
 /* Exit status to pass through for a live program (0 for files). */
 int cli_program_status(const ms_source *source);

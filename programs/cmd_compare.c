@@ -78,10 +78,7 @@ static int parse_options(int argc, char **argv, compare_options *o) {
     case 'j': o->format = "json"; break;
     case 'F':
     case 'L':
-      if (cli_parse_count(optarg, c == 'F' ? &o->footprint : &o->length) < 0) {
-        cli_error(argv[0], "bad %s '%s'", c == 'F' ? "--footprint" : "--length", optarg);
-        return 2;
-      }
+      if (cli_parse_expansion_option(argv[0], c, optarg, &o->footprint, &o->length)) return 2;
       break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);

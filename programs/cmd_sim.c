@@ -129,10 +129,8 @@ static int parse_options(int argc, char **argv, sim_options *options) {
     case 'j': options->json = 1; break;
     case 'F':
     case 'L':
-      if (cli_parse_count(optarg, c == 'F' ? &options->footprint : &options->length) < 0) {
-        cli_error(argv[0], "bad %s '%s'", c == 'F' ? "--footprint" : "--length", optarg);
+      if (cli_parse_expansion_option(argv[0], c, optarg, &options->footprint, &options->length))
         return 2;
-      }
       break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
