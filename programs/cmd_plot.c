@@ -50,36 +50,17 @@ static int parse_options(int argc, char **argv, plot_options *o) {
   opterr = 0;
   optind = 2; /* argv[1] is the kind of plot */
   int c;
-  uint64_t n;
   while ((c = getopt_long(argc, argv, ":o:w:d:h", long_options, NULL)) != -1) {
     int input = locality_parse_input_option(argv[0], c, optarg, &o->input);
     if (input < 0) return 2;
     if (input > 0) continue;
+    int scores = locality_parse_scores_option(argv[0], c, optarg, &o->scores);
+    if (scores < 0) return 2;
+    if (scores > 0) continue;
     switch (c) {
     case 'o': o->output = optarg; break;
     case '3': o->three_d = 1; break;
     case 'T': o->title = optarg; break;
-    case 'W':
-      if (cli_parse_count(optarg, &n) < 0 || n > 4096) {
-        cli_error(argv[0], "bad --word '%s'", optarg);
-        return 2;
-      }
-      o->scores.word = (uint32_t)n;
-      break;
-    case 'l':
-      if (cli_parse_count(optarg, &n) < 0 || n > MS_SCORES_MAX_LOOKBACK) {
-        cli_error(argv[0], "bad --lookback '%s'", optarg);
-        return 2;
-      }
-      o->scores.lookback = (int)n;
-      break;
-    case 'L':
-      if (cli_parse_count(optarg, &n) < 0 || n > 20) {
-        cli_error(argv[0], "bad --window-log2 '%s'", optarg);
-        return 2;
-      }
-      o->scores.log2_window = (int)n;
-      break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }

@@ -48,28 +48,10 @@ static int parse_options(int argc, char **argv, scores_options *o) {
   int c;
   uint64_t n;
   while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
+    int scores = locality_parse_scores_option(argv[0], c, optarg, &o->config);
+    if (scores < 0) return 2;
+    if (scores > 0) continue;
     switch (c) {
-    case 'W':
-      if (cli_parse_count(optarg, &n) < 0 || n > 4096) {
-        cli_error(argv[0], "bad --word '%s' (bytes, a power of two up to 4096)", optarg);
-        return 2;
-      }
-      o->config.word = (uint32_t)n;
-      break;
-    case 'l':
-      if (cli_parse_count(optarg, &n) < 0 || n > MS_SCORES_MAX_LOOKBACK) {
-        cli_error(argv[0], "bad --lookback '%s' (1..%d accesses)", optarg, MS_SCORES_MAX_LOOKBACK);
-        return 2;
-      }
-      o->config.lookback = (int)n;
-      break;
-    case 'L':
-      if (cli_parse_count(optarg, &n) < 0 || n > 20) {
-        cli_error(argv[0], "bad --window-log2 '%s' (1..20)", optarg);
-        return 2;
-      }
-      o->config.log2_window = (int)n;
-      break;
     case 't':
       if (!strcmp(optarg, "all"))
         o->top = -1;

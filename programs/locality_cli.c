@@ -137,3 +137,32 @@ done:
   ms_surface_builder_free(exact_builder);
   return status;
 }
+
+int locality_parse_scores_option(const char *command, int option, const char *value,
+                                 ms_scores_config *config) {
+  uint64_t n;
+  switch (option) {
+  case 'W':
+    if (cli_parse_count(value, &n) < 0 || n > 4096) {
+      cli_error(command, "bad --word '%s' (bytes, a power of two up to 4096)", value);
+      return -1;
+    }
+    config->word = (uint32_t)n;
+    return 1;
+  case 'l':
+    if (cli_parse_count(value, &n) < 0 || n > MS_SCORES_MAX_LOOKBACK) {
+      cli_error(command, "bad --lookback '%s' (1..%d accesses)", value, MS_SCORES_MAX_LOOKBACK);
+      return -1;
+    }
+    config->lookback = (int)n;
+    return 1;
+  case 'L':
+    if (cli_parse_count(value, &n) < 0 || n > 20) {
+      cli_error(command, "bad --window-log2 '%s' (1..20)", value);
+      return -1;
+    }
+    config->log2_window = (int)n;
+    return 1;
+  default: return 0;
+  }
+}

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "memsnap/scores.h"
 #include "memsnap/surface.h"
 
 /* How to observe an input: the grid (and SHARDS rate) and optional interval sampling
@@ -34,5 +35,10 @@ int locality_parse_format(const char *command, const char *value, const char **f
  * its value is stored, 0 when it is not one of them, -1 (message printed) on a bad value. */
 int locality_parse_input_option(const char *command, int option, const char *value,
                                 locality_input_options *options);
+
+/* The locality-score options of `scores` and `plot scores`: 'W' --word, 'l' --lookback,
+ * 'L' --window-log2. Same returns as locality_parse_input_option. */
+int locality_parse_scores_option(const char *command, int option, const char *value,
+                                 ms_scores_config *config);
 
 #endif
