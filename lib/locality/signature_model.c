@@ -499,6 +499,28 @@ static inline uint32_t segment_bits(uint64_t x) {
 /* Walks the tree of halves in `record` to `word`, counting trials and yeses in `bin`. With
  * at most 7 levels the whole walk is a few mask operations on two words (precomputed
  * paths) instead of a load-modify-store per level: 1.45 s -> 1.07 s (user) on matmul 200. */
+/* Records a visit to `word` in a line's tree of halves (visited nodes, and the half chosen
+ * at each), without counting anything. */
+static inline void tree_update(const ms_signature_model *model, uint64_t *visited,
+                               uint64_t *choice, uint32_t word) {
+  if (model->paths) {
+    const uint64_t *path = model->paths[word];
+    for (size_t k = 0; k < model->tree_words; k++) {
+      visited[k] |= path[k];
+      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
+    }
+    return;
+  }
+  int levels = model->levels;
+  for (int depth = 0; depth < levels; depth++) {
+    uint32_t node = (1u << depth) | (word >> (levels - depth));
+    uint64_t half = (word >> (levels - depth - 1)) & 1;
+    uint64_t bit = 1ull << (node & 63);
+    visited[node >> 6] |= bit;
+    choice[node >> 6] = (choice[node >> 6] & ~bit) | (half << (node & 63));
+  }
+}
+
 static inline __attribute__((always_inline)) void walk_tree(ms_signature_model *model,
                                                             uint64_t *record, uint32_t word,
                                                             int bin, sig_counts *counts,
@@ -548,26 +570,21 @@ static inline __attribute__((always_inline)) void walk_tree(ms_signature_model *
                           model->tree_words > 1 ? seen[1] & ~(choice[1] ^ path[3]) : 0};
       count_walk(model, word, bin, seen, same, counts);
     }
-    for (size_t k = 0; k < model->tree_words; k++) {
-      visited[k] |= path[k];
-      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
-    }
+    tree_update(model, visited, choice, word);
     return;
   }
-  int levels = model->levels;
+  int levels = model->levels; /* each depth reads its own node: count all, then update */
   for (int depth = 0; depth < levels; depth++) {
     uint32_t node = (1u << depth) | (word >> (levels - depth));
     uint64_t half = (word >> (levels - depth - 1)) & 1;
-    uint64_t bit = 1ull << (node & 63);
     size_t at = node >> 6;
     int level = levels - 1 - depth;
     uint64_t seen = visited[at] >> (node & 63) & 1;
     uint64_t same = ~((choice[at] >> (node & 63)) ^ half) & 1;
     counts->trials[level][bin] += seen;
     counts->yes[level][bin] += seen & same;
-    visited[at] |= bit;
-    choice[at] = (choice[at] & ~bit) | (half << (node & 63));
   }
+  tree_update(model, visited, choice, word);
 }
 
 /* Puts `state` (its line `line`) at the front of the window; the line pushed out of a full
@@ -881,24 +898,8 @@ int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses
 /* Updates the tree of `record` for a reference to `word` without counting anything. */
 static inline void tree_mark(ms_signature_model *model, uint64_t *record, uint32_t word) {
   uint64_t *visited = record + RECORD_TREE;
-  uint64_t *choice = visited + model->tree_words;
   record[RECORD_TIME] = (record[RECORD_TIME] & UINT32_MAX) | (uint64_t)(word + 1) << 32;
-  if (model->paths) {
-    const uint64_t *path = model->paths[word];
-    for (size_t k = 0; k < model->tree_words; k++) {
-      visited[k] |= path[k];
-      choice[k] = (choice[k] & ~path[k]) | path[2 + k];
-    }
-    return;
-  }
-  int levels = model->levels;
-  for (int depth = 0; depth < levels; depth++) {
-    uint32_t node = (1u << depth) | (word >> (levels - depth));
-    uint64_t half = (word >> (levels - depth - 1)) & 1;
-    uint64_t bit = 1ull << (node & 63);
-    visited[node >> 6] |= bit;
-    choice[node >> 6] = (choice[node >> 6] & ~bit) | (half << (node & 63));
-  }
+  tree_update(model, visited, visited + model->tree_words, word);
 }
 
 int ms_signature_model_track(ms_signature_model *model, const ms_access *accesses, size_t count) {
