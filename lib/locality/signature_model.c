@@ -501,8 +501,8 @@ static inline uint32_t segment_bits(uint64_t x) {
  * paths) instead of a load-modify-store per level: 1.45 s -> 1.07 s (user) on matmul 200. */
 /* Records a visit to `word` in a line's tree of halves (visited nodes, and the half chosen
  * at each), without counting anything. */
-static inline void tree_update(const ms_signature_model *model, uint64_t *visited,
-                               uint64_t *choice, uint32_t word) {
+static inline void tree_update(const ms_signature_model *model, uint64_t *visited, uint64_t *choice,
+                               uint32_t word) {
   if (model->paths) {
     const uint64_t *path = model->paths[word];
     for (size_t k = 0; k < model->tree_words; k++) {
