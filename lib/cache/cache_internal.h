@@ -37,7 +37,11 @@ typedef struct cache_level {
   uint64_t set_count;
   uint64_t set_mask; /* set_count - 1 */
   int set_count_pow2;
-  uint64_t *ways;         /* set_count * associativity: (line << 1) | dirty, or empty */
+  uint64_t *ways; /* set_count * associativity: (line << 1) | dirty, or empty */
+  /* Compact tags (see cache_level_expand_ways), used instead of `ways` while non-NULL:
+   * (tag << 1) | dirty with tag = line >> set_bits, or EMPTY_WAY32. */
+  uint32_t *ways32;
+  unsigned set_bits;      /* log2(set_count) when a power of two */
   uint64_t *policy_state; /* per set: FIFO next victim, or PLRU bits; NULL for LRU, random */
   uint64_t random_state;
   int prefetch; /* tag array of PREFETCH_MIN_BYTES or more: prefetch sets ahead */
@@ -76,6 +80,20 @@ cache_run_level_fn cache_pick_run_level(void);
 
 /* A way of a level that holds no line. */
 #define EMPTY_WAY UINT64_MAX
+#define EMPTY_WAY32 UINT32_MAX
+
+/* Compact tags hold tag = line >> set_bits in 31 bits: a level starts compact when its
+ * loop has the associativity as a constant (LRU, memsnap model, write-back, power-of-two
+ * sets, 8 or 16 ways) and its tag array would be at least 64 KB, and turns to 64-bit ways
+ * for good, by cache_level_expand_ways, before the first input whose tag does not fit
+ * (addresses of 2^(31 + set_bits + line_bits) bytes and more: 2^49 for a 256 KB L2 of
+ * 64-byte lines, above every user-space address of x86-64 Linux). Returns 0 if out of
+ * memory. */
+int cache_level_expand_ways(cache_level *level);
+/* Whether every byte that `count` inputs (records or events, of at most max_size bytes)
+ * touch has a tag that fits the compact form. */
+int cache_level_inputs_fit_compact(const cache_level *level, const ms_access *records,
+                                   const cache_event *events, size_t count, uint32_t max_size);
 
 struct ms_hierarchy_set {
   cache_run_level_fn run_level;

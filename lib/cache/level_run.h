@@ -178,6 +178,103 @@ HOT int lookup_lru(uint64_t *ways, uint32_t associativity, uint64_t key, uint64_
   }
 }
 
+/* The same LRU search over compact ways (cache_internal.h): a 16-way set is 64 bytes, one
+ * host cache line instead of two, and the tag arrays are half as large. */
+HOT int lookup_lru_ways32(uint32_t *ways, uint32_t associativity, uint32_t key, uint32_t dirty,
+                          int allocate, uint32_t *victim) {
+  uint32_t passed = ways[0];
+  if ((passed | 1) == (key | 1)) {
+    ways[0] = passed | dirty;
+    return 1;
+  }
+  for (uint32_t i = 1; i < associativity; i++) {
+    uint32_t way = ways[i];
+    ways[i] = passed;
+    if ((way | 1) == (key | 1)) {
+      ways[0] = way | dirty;
+      return 1;
+    }
+    passed = way;
+  }
+  if (!allocate) {
+    for (uint32_t i = 0; i + 1 < associativity; i++)
+      ways[i] = ways[i + 1];
+    ways[associativity - 1] = passed;
+    return 0;
+  }
+  *victim = passed;
+  ways[0] = key | dirty;
+  return 0;
+}
+
+#ifdef __AVX2__
+/* lookup_lru_avx2 over compact ways, `vectors` x 8 ways at a time. */
+HOT int lookup_lru32_avx2(uint32_t *ways, int vectors, uint32_t key, uint32_t dirty, int allocate,
+                          uint32_t *victim) {
+  uint32_t first = ways[0];
+  if ((first | 1) == (key | 1)) {
+    ways[0] = first | dirty;
+    return 1;
+  }
+  __m256i v[2];
+  const __m256i ones = _mm256_set1_epi32(1), wanted = _mm256_set1_epi32((int)(key | 1));
+  unsigned mask = 0;
+  for (int i = 0; i < vectors; i++) {
+    v[i] = _mm256_loadu_si256((const __m256i *)(ways + 8 * i));
+    __m256i equal = _mm256_cmpeq_epi32(_mm256_or_si256(v[i], ones), wanted);
+    mask |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(equal)) << (8 * i);
+  }
+  int hit = mask != 0;
+  if (!hit && !allocate) return 0;
+  int last = 8 * vectors - 1;
+  unsigned way = hit ? (unsigned)__builtin_ctz(mask) : (unsigned)last;
+  uint32_t front = hit ? ways[way] | dirty : key | dirty;
+  if (!hit) *victim = ways[last];
+  const __m256i down = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6), top = _mm256_set1_epi32(7);
+  const __m256i position = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                at = _mm256_set1_epi32((int)way);
+  __m256i carry = _mm256_set1_epi32((int)front);
+  for (int i = 0; i < vectors; i++) {
+    /* shifted = [carry, v0 .. v6]; lanes at or before `way` take it */
+    __m256i shifted = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(v[i], down), carry, 0x01);
+    __m256i keep = _mm256_cmpgt_epi32(_mm256_add_epi32(position, _mm256_set1_epi32(8 * i)), at);
+    carry = _mm256_permutevar8x32_epi32(v[i], top);
+    _mm256_storeu_si256((__m256i *)(ways + 8 * i), _mm256_blendv_epi8(shifted, v[i], keep));
+  }
+  return hit;
+}
+#endif
+
+HOT int lookup_lru32(uint32_t *ways, uint32_t associativity, uint32_t key, uint32_t dirty,
+                     int allocate, uint32_t *victim) {
+  switch (associativity) {
+#ifdef __AVX2__
+  case 8: return lookup_lru32_avx2(ways, 1, key, dirty, allocate, victim);
+  case 16: return lookup_lru32_avx2(ways, 2, key, dirty, allocate, victim);
+#else
+  case 8: return lookup_lru_ways32(ways, 8, key, dirty, allocate, victim);
+  case 16: return lookup_lru_ways32(ways, 16, key, dirty, allocate, victim);
+#endif
+  default: return lookup_lru_ways32(ways, associativity, key, dirty, allocate, victim);
+  }
+}
+
+/* An LRU lookup of `line` in its set, over 64-bit or compact ways; the victim comes back in
+ * the 64-bit form. */
+HOT int lookup_lru_set(uint64_t *ways, uint32_t *ways32, int compact, uint32_t associativity,
+                       uint64_t set, unsigned set_bits, uint64_t line, uint64_t dirty, int allocate,
+                       uint64_t *victim) {
+  if (!compact)
+    return lookup_lru(ways + set * associativity, associativity, line << 1, dirty, allocate,
+                      victim);
+  uint32_t victim32 = EMPTY_WAY32;
+  int hit = lookup_lru32(ways32 + set * associativity, associativity,
+                         (uint32_t)(line >> set_bits) << 1, (uint32_t)dirty, allocate, &victim32);
+  if (victim32 != EMPTY_WAY32)
+    *victim = ((((uint64_t)(victim32 >> 1) << set_bits) | set) << 1) | (victim32 & 1);
+  return hit;
+}
+
 /* FIFO, random, tree-PLRU: ways stay in place. */
 HOT int lookup_positional(cache_level *level, uint64_t set, uint64_t key, uint64_t dirty,
                           int allocate, uint64_t *victim, ms_cache_policy policy) {
@@ -287,6 +384,10 @@ HOT void cachegrind_reference(cache_level *level, uint64_t address, uint32_t siz
  * `address` will look up. */
 HOT void prefetch_set(const cache_level *level, uint64_t address) {
   uint64_t set = set_index(level, address >> level->line_bits);
+  if (level->ways32) { /* a compact set of 8 or 16 ways: one host line */
+    __builtin_prefetch(level->ways32 + set * level->associativity, 1);
+    return;
+  }
   const uint64_t *ways = level->ways + set * level->associativity;
   __builtin_prefetch(ways, 1);
   __builtin_prefetch(ways + level->associativity - 1, 1);
@@ -375,12 +476,14 @@ static inline void flush_kind_counts(ms_cache_counts *counts, uint64_t accesses[
 
 HOT void consume_lru(cache_level *level, const ms_access *records, const cache_event *input,
                      size_t count, uint32_t max_size, int set_count_pow2, int write_back,
-                     int has_children, uint32_t fixed_associativity) {
+                     int has_children, uint32_t fixed_associativity, int compact) {
   const unsigned line_bits = level->line_bits;
   const uint32_t line_size = level->line_size;
   const uint32_t associativity = fixed_associativity ? fixed_associativity : level->associativity;
   const uint64_t set_mask = level->set_mask, set_count = level->set_count;
   uint64_t *const ways = level->ways;
+  uint32_t *const ways32 = level->ways32;
+  const unsigned set_bits = level->set_bits;
   uint64_t *const site_misses = level->site_misses;
   ms_cache_counts *const counts = level->counts;
   const int prefetch = level->prefetch;
@@ -397,6 +500,18 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
       flush_kind_counts(&counts[(size_t)current_thread * MS_ACCESS_KIND_COUNT], accesses, misses);
       level->writebacks += writebacks;
       writebacks = 0;
+      if (compact) { /* the general path knows only 64-bit ways: the rest goes there */
+        if (!cache_level_expand_ways(level)) {
+          level->out_of_memory = 1;
+          return;
+        }
+        if (records)
+          consume(level, records + chunk, NULL, count - chunk, MS_CACHE_LRU,
+                  MS_CACHE_MODEL_MEMSNAP);
+        else
+          consume(level, NULL, input + chunk, count - chunk, MS_CACHE_LRU, MS_CACHE_MODEL_MEMSNAP);
+        return;
+      }
       if (records)
         consume(level, records + chunk, NULL, end - chunk, MS_CACHE_LRU, MS_CACHE_MODEL_MEMSNAP);
       else
@@ -419,7 +534,7 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
         uint64_t line = first;
         do { /* as memsnap_reference */
           uint64_t set = set_count_pow2 ? line & set_mask : line % set_count, victim = EMPTY_WAY;
-          lookup_lru(ways + set * associativity, associativity, line << 1, 1, 1, &victim);
+          lookup_lru_set(ways, ways32, compact, associativity, set, set_bits, line, 1, 1, &victim);
           if (victim != EMPTY_WAY && (victim & 1)) {
             writebacks++;
             if (has_children)
@@ -445,8 +560,8 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
         uint64_t set = set_count_pow2 ? line & set_mask : line % set_count;
         uint64_t victim = EMPTY_WAY;
         accesses[kind]++;
-        int hit = lookup_lru(ways + set * associativity, associativity, line << 1, dirty, allocate,
-                             &victim);
+        int hit = lookup_lru_set(ways, ways32, compact, associativity, set, set_bits, line, dirty,
+                                 allocate, &victim);
         if (!hit) {
           misses[kind]++;
           site_misses[(uint32_t)(site + 1)]++;
@@ -512,22 +627,35 @@ void LEVEL_RUN_FUNCTION(cache_level *level, const ms_access *records, const cach
      * enough that the loop's variables stay out of the stack (perf annotate of nehalem's L1
      * on the gather trace showed 7 reloads from the stack per access). */
     uint32_t ways = level->associativity;
+    if (level->ways32 &&
+        !cache_level_inputs_fit_compact(level, records, events, count, records ? 255 : max_size) &&
+        !cache_level_expand_ways(level)) {
+      level->out_of_memory = 1;
+      return;
+    }
+    int compact = level->ways32 != NULL; /* only ever with the fixed loops below */
 #define LRU_FIXED(w, c, a)                                                                         \
   if (pow2 && write_back == w && children == c && ways == a) {                                     \
-    if (records)                                                                                   \
-      consume_lru(level, records, NULL, count, 255, 1, w, c, a);                                   \
+    if (compact) {                                                                                 \
+      if (records)                                                                                 \
+        consume_lru(level, records, NULL, count, 255, 1, w, c, a, 1);                              \
+      else                                                                                         \
+        consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 1);                          \
+    } else if (records)                                                                            \
+      consume_lru(level, records, NULL, count, 255, 1, w, c, a, 0);                                \
     else                                                                                           \
-      consume_lru(level, NULL, events, count, max_size, 1, w, c, a);                               \
+      consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 0);                            \
   } else
     LRU_FIXED(1, 1, 8)
-    LRU_FIXED(1, 0, 8) LRU_FIXED(1, 1, 16) LRU_FIXED(1, 0, 16)
+    LRU_FIXED(1, 0, 8)
+    LRU_FIXED(1, 1, 16) LRU_FIXED(1, 0, 16)
 #undef LRU_FIXED
 #define LRU_CASE(p, w, c)                                                                          \
   if (pow2 == p && write_back == w && children == c) {                                             \
     if (records)                                                                                   \
-      consume_lru(level, records, NULL, count, 255, p, w, c, 0);                                   \
+      consume_lru(level, records, NULL, count, 255, p, w, c, 0, 0);                                \
     else                                                                                           \
-      consume_lru(level, NULL, events, count, max_size, p, w, c, 0);                               \
+      consume_lru(level, NULL, events, count, max_size, p, w, c, 0, 0);                            \
   }
         LRU_CASE(1, 1, 1) else LRU_CASE(1, 1, 0) else LRU_CASE(1, 0, 1) else LRU_CASE(
             1, 0, 0) else LRU_CASE(0, 1, 1) else LRU_CASE(0, 1,

@@ -39,6 +39,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cache_internal.h"
 #include "memsnap/error.h"
@@ -101,6 +102,20 @@ static unsigned log2_of(uint64_t power_of_two) {
   return bits;
 }
 
+/* Tag arrays of HUGE_TAG_BYTES and more start on a 2 MB boundary and are asked for as huge
+ * pages: nehalem's L3 (1 MB of tags) is then one TLB entry instead of 256. */
+#define HUGE_TAG_BYTES (512 * 1024)
+static uint64_t *tag_array_alloc(size_t bytes) {
+  if (bytes < HUGE_TAG_BYTES) return aligned_alloc(64, bytes);
+  void *p = NULL;
+  size_t rounded = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+  if (posix_memalign(&p, 2u << 20, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 static cache_level *level_new(const ms_cache_level_config *config,
                               const ms_hierarchy_config *hierarchy, int depth, uint32_t clamp) {
   cache_level *level = calloc(1, sizeof *level);
@@ -122,24 +137,71 @@ static cache_level *level_new(const ms_cache_level_config *config,
   size_t ways = (size_t)level->set_count * level->associativity;
   /* Sets start on a host cache line (64 bytes): an 8-way set is then one line, a 16-way set
    * two, where malloc's 16-byte alignment made most of them straddle one line more. */
-  size_t way_bytes = (ways * sizeof *level->ways + 63) & ~(size_t)63;
-  level->ways = aligned_alloc(64, way_bytes);
+  level->set_bits = log2_of(level->set_count);
+  const char *compact_env = getenv("MEMSNAP_SIM_COMPACT");
+  int compact = level->policy == MS_CACHE_LRU && level->model == MS_CACHE_MODEL_MEMSNAP &&
+                level->write_policy == MS_CACHE_WRITE_BACK && level->set_count_pow2 &&
+                (level->associativity == 8 || level->associativity == 16) &&
+                ways * sizeof *level->ways >= PREFETCH_MIN_BYTES &&
+                !(compact_env && strcmp(compact_env, "0") == 0);
+  if (compact) {
+    size_t way_bytes = (ways * sizeof *level->ways32 + 63) & ~(size_t)63;
+    level->ways32 = (uint32_t *)tag_array_alloc(way_bytes);
+    if (level->ways32) memset(level->ways32, 0xff, ways * sizeof *level->ways32); /* EMPTY */
+  } else {
+    size_t way_bytes = (ways * sizeof *level->ways + 63) & ~(size_t)63;
+    level->ways = tag_array_alloc(way_bytes);
+    if (level->ways) memset(level->ways, 0xff, ways * sizeof *level->ways); /* EMPTY_WAY */
+  }
   if (level->policy != MS_CACHE_LRU && level->policy != MS_CACHE_RANDOM)
     level->policy_state = calloc((size_t)level->set_count, sizeof *level->policy_state);
-  if (!level->ways ||
+  if ((!level->ways && !level->ways32) ||
       (level->policy != MS_CACHE_LRU && level->policy != MS_CACHE_RANDOM && !level->policy_state)) {
     free(level->ways);
+    free(level->ways32);
     free(level->policy_state);
     free(level);
     return NULL;
   }
-  memset(level->ways, 0xff, ways * sizeof *level->ways); /* EMPTY_WAY */
   level->prefetch = ways * sizeof *level->ways >= PREFETCH_MIN_BYTES;
   return level;
 }
 
+int cache_level_expand_ways(cache_level *level) {
+  if (!level->ways32) return 1;
+  size_t ways = (size_t)level->set_count * level->associativity;
+  uint64_t *wide = tag_array_alloc((ways * sizeof *wide + 63) & ~(size_t)63);
+  if (!wide) return 0;
+  for (size_t i = 0; i < ways; i++) {
+    uint32_t way = level->ways32[i];
+    uint64_t set = i / level->associativity;
+    wide[i] = way == EMPTY_WAY32
+                  ? EMPTY_WAY
+                  : (((((uint64_t)(way >> 1)) << level->set_bits) | set) << 1) | (way & 1);
+  }
+  free(level->ways32);
+  level->ways32 = NULL;
+  level->ways = wide;
+  return 1;
+}
+
+int cache_level_inputs_fit_compact(const cache_level *level, const ms_access *records,
+                                   const cache_event *events, size_t count, uint32_t max_size) {
+  uint64_t any = 0; /* >= every address of the input */
+  if (records)
+    for (size_t i = 0; i < count; i++)
+      any |= records[i].address;
+  else
+    for (size_t i = 0; i < count; i++)
+      any |= events[i].address;
+  if (any >= (1ull << 62)) return 0;
+  uint64_t last_tag = (any + max_size) >> (level->line_bits + level->set_bits);
+  return last_tag < (EMPTY_WAY32 >> 1);
+}
+
 static void level_free(cache_level *level) {
   free(level->ways);
+  free(level->ways32);
   free(level->policy_state);
   free(level->counts);
   free(level->site_misses);

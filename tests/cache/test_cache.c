@@ -426,8 +426,10 @@ static ms_access *random_stream(size_t count, uint64_t seed) {
 
 static void test_lru_oracle(void **state) {
   (void)state;
-  const char *geometries[] = {"96/16/2",    "1280/64/4",    "448/64/1",    "1024/64/16",
-                              "32768/64/8", "366592/128/8", "243712/64/8", "32768/32/64"};
+  /* 1048576/64/16 and 2097152/64/8 have tag arrays of 64 KB and more: compact tags */
+  const char *geometries[] = {"96/16/2",       "1280/64/4",    "448/64/1",    "1024/64/16",
+                              "32768/64/8",    "366592/128/8", "243712/64/8", "32768/32/64",
+                              "1048576/64/16", "2097152/64/8"};
   size_t count = 200000;
   ms_access *accesses = random_stream(count, 99);
   for (size_t g = 0; g < sizeof geometries / sizeof geometries[0]; g++) {
@@ -620,6 +622,49 @@ static void test_simd_equals_baseline(void **state) {
   free(configs);
 }
 
+/* Large levels keep compact 32-bit tags until an input's tag does not fit, then turn to
+ * 64-bit ways (cache_internal.h). Both forms give the same statistics as 64-bit ways from
+ * the start (MEMSNAP_SIM_COMPACT=0), in both builds of the level loops. The second half of
+ * the stream repeats the first at + 2^60: 32-bit tags that kept going would take those
+ * lines for the first half's (a hit where 64-bit ways miss). */
+static void test_compact_tags_equal_wide(void **state) {
+  (void)state;
+  const char *names[] = {"nehalem", "32768/64/8,1048576/64/16,8388608/64/16",
+                         "32768/64/8,2097152/64/8"};
+  enum { COUNT = 3 };
+  ms_hierarchy_config configs[COUNT];
+  for (int i = 0; i < COUNT; i++)
+    assert_int_equal(ms_hierarchy_parse(names[i], &configs[i]), MS_OK);
+  size_t half = 60000, total = 2 * half;
+  ms_access *accesses = random_stream(total, 5);
+  for (size_t i = 0; i < half; i++) {
+    if (i % 11 == 0) accesses[i].size = 120; /* straddles lines */
+    accesses[half + i] = accesses[i];
+    accesses[half + i].address += 1ull << 60;
+  }
+  for (int simd = 0; simd < 2; simd++) {
+    ms_hierarchy_set *compact = set_with_simd(configs, COUNT, simd);
+    setenv("MEMSNAP_SIM_COMPACT", "0", 1);
+    ms_hierarchy_set *wide = set_with_simd(configs, COUNT, simd);
+    unsetenv("MEMSNAP_SIM_COMPACT");
+    for (size_t i = 0; i < total; i += 4096) {
+      ms_batch batch = {.accesses = accesses + i, .count = total - i < 4096 ? total - i : 4096};
+      assert_int_equal(ms_hierarchy_set_access_batch(compact, &batch), MS_OK);
+      assert_int_equal(ms_hierarchy_set_access_batch(wide, &batch), MS_OK);
+      if (i + 4096 == 12288) /* some way into the low half */
+        for (int h = 0; h < COUNT; h++)
+          assert_same_stats(ms_hierarchy_set_get(compact, h), ms_hierarchy_set_get(wide, h),
+                            configs[h].level_count);
+    }
+    for (int h = 0; h < COUNT; h++)
+      assert_same_stats(ms_hierarchy_set_get(compact, h), ms_hierarchy_set_get(wide, h),
+                        configs[h].level_count);
+    ms_hierarchy_set_free(compact);
+    ms_hierarchy_set_free(wide);
+  }
+  free(accesses);
+}
+
 static void test_one_pass_equals_separate(void **state) {
   (void)state;
   check_one_pass(MS_CACHE_LRU, MS_CACHE_WRITE_BACK);
@@ -689,6 +734,7 @@ int main(void) {
       cmocka_unit_test(test_large_parent_lines),
       cmocka_unit_test(test_one_pass_equals_separate),
       cmocka_unit_test(test_simd_equals_baseline),
+      cmocka_unit_test(test_compact_tags_equal_wide),
       cmocka_unit_test(test_reports),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
