@@ -95,32 +95,36 @@ static inline int same_line(uint64_t way, uint64_t key) { return (way | 1) == (k
  * The search shifts the ways it passes down by one as it goes, so a miss (every L2 and L3
  * access of an irregular trace) reads and writes the set once instead of a search then a
  * shift: gather trace on nehalem 0.32-0.47 s -> 0.26-0.35 s (best of 3, interleaved runs). */
-HOT int lookup_lru_ways(uint64_t *ways, uint32_t associativity, uint64_t key, uint64_t dirty,
-                        int allocate, uint64_t *victim) {
-  uint64_t passed = ways[0];
-  if (same_line(passed, key)) {
-    ways[0] = passed | dirty;
-    return 1;
+#define DEFINE_LOOKUP_LRU_WAYS(name, way_t)                                                        \
+  HOT int name(way_t *ways, uint32_t associativity, way_t key, way_t dirty, int allocate,          \
+               way_t *victim) {                                                                    \
+    way_t passed = ways[0];                                                                        \
+    if ((passed | 1) == (key | 1)) {                                                               \
+      ways[0] = passed | dirty;                                                                    \
+      return 1;                                                                                    \
+    }                                                                                              \
+    for (uint32_t i = 1; i < associativity; i++) {                                                 \
+      way_t way = ways[i];                                                                         \
+      ways[i] = passed;                                                                            \
+      if ((way | 1) == (key | 1)) {                                                                \
+        ways[0] = way | dirty;                                                                     \
+        return 1;                                                                                  \
+      }                                                                                            \
+      passed = way;                                                                                \
+    }                                                                                              \
+    if (!allocate) { /* undo the shift: a miss that does not allocate leaves the set as it was */  \
+      for (uint32_t i = 0; i + 1 < associativity; i++)                                             \
+        ways[i] = ways[i + 1];                                                                     \
+      ways[associativity - 1] = passed;                                                            \
+      return 0;                                                                                    \
+    }                                                                                              \
+    *victim = passed;                                                                              \
+    ways[0] = key | dirty;                                                                         \
+    return 0;                                                                                      \
   }
-  for (uint32_t i = 1; i < associativity; i++) {
-    uint64_t way = ways[i];
-    ways[i] = passed;
-    if (same_line(way, key)) {
-      ways[0] = way | dirty;
-      return 1;
-    }
-    passed = way;
-  }
-  if (!allocate) { /* undo the shift: a miss that does not allocate leaves the set as it was */
-    for (uint32_t i = 0; i + 1 < associativity; i++)
-      ways[i] = ways[i + 1];
-    ways[associativity - 1] = passed;
-    return 0;
-  }
-  *victim = passed;
-  ways[0] = key | dirty;
-  return 0;
-}
+/* 64-bit ways, and compact ones (cache_internal.h) */
+DEFINE_LOOKUP_LRU_WAYS(lookup_lru_ways, uint64_t)
+DEFINE_LOOKUP_LRU_WAYS(lookup_lru_ways32, uint32_t)
 
 #ifdef __AVX2__
 /* The same search and move as lookup_lru_ways, `vectors` x 4 ways at a time: one compare per
@@ -178,34 +182,8 @@ HOT int lookup_lru(uint64_t *ways, uint32_t associativity, uint64_t key, uint64_
   }
 }
 
-/* The same LRU search over compact ways (cache_internal.h): a 16-way set is 64 bytes, one
- * host cache line instead of two, and the tag arrays are half as large. */
-HOT int lookup_lru_ways32(uint32_t *ways, uint32_t associativity, uint32_t key, uint32_t dirty,
-                          int allocate, uint32_t *victim) {
-  uint32_t passed = ways[0];
-  if ((passed | 1) == (key | 1)) {
-    ways[0] = passed | dirty;
-    return 1;
-  }
-  for (uint32_t i = 1; i < associativity; i++) {
-    uint32_t way = ways[i];
-    ways[i] = passed;
-    if ((way | 1) == (key | 1)) {
-      ways[0] = way | dirty;
-      return 1;
-    }
-    passed = way;
-  }
-  if (!allocate) {
-    for (uint32_t i = 0; i + 1 < associativity; i++)
-      ways[i] = ways[i + 1];
-    ways[associativity - 1] = passed;
-    return 0;
-  }
-  *victim = passed;
-  ways[0] = key | dirty;
-  return 0;
-}
+/* Compact ways (cache_internal.h): a 16-way set is 64 bytes, one host cache line instead
+ * of two, and the tag arrays are half as large. */
 
 #ifdef __AVX2__
 /* lookup_lru_avx2 over compact ways, `vectors` x 8 ways at a time. */
@@ -648,7 +626,8 @@ void LEVEL_RUN_FUNCTION(cache_level *level, const ms_access *records, const cach
   } else
     LRU_FIXED(1, 1, 8)
     LRU_FIXED(1, 0, 8)
-    LRU_FIXED(1, 1, 16) LRU_FIXED(1, 0, 16)
+    LRU_FIXED(1, 1, 16)
+    LRU_FIXED(1, 0, 16)
 #undef LRU_FIXED
 #define LRU_CASE(p, w, c)                                                                          \
   if (pow2 == p && write_back == w && children == c) {                                             \
