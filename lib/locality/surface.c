@@ -49,9 +49,11 @@ typedef struct zone_plan {
 
 /* The near sample's LRU stack: at most NEAR_CAPACITY lines, most recent first, so a
  * line's index is its reuse distance (move to front). Its thresholds are below
- * NEAR_UNITS x NEAR_FACTOR, and a scan of that many words in L1 measured cheaper than
- * reuse_stack's hash table and time marks (see the opening comment). */
-#define NEAR_CAPACITY 48
+ * NEAR_UNITS x NEAR_FACTOR + 2, and a scan of that many words in L1 measured cheaper than
+ * reuse_stack's hash table and time marks: with a near sample at 4x the rate (thresholds up
+ * to 40), matmul 150 at rate 0.01 took 0.19 s with reuse_stack and 0.12 s with this (CPU
+ * time, best of 3). */
+#define NEAR_CAPACITY 24
 
 typedef struct near_stack {
   uint64_t lines[NEAR_CAPACITY];
@@ -62,7 +64,8 @@ struct ms_surface_builder {
   ms_surface_config config;
   int width_shift[MS_SURFACE_MAX_WIDTHS];
   reuse_stack stacks[MS_SURFACE_MAX_WIDTHS];
-  zone_plan plan;
+  zone_plan plan; /* of the depths from base_first on */
+  int base_first;
   uint64_t zone_refs[MS_SURFACE_MAX_WIDTHS][2 * MS_SURFACE_MAX_DEPTHS + 1];
   /* The near sample (sampling only, see the opening comment): the lines whose hash is below
    * near_limit, a superset of the sampled lines, for the first near_count depths; near_count
@@ -216,36 +219,20 @@ static int plan_zones(const uint64_t *depths, int count, double rate, zone_plan 
 /* The near sample: depths whose scaled depth D x rate is below NEAR_UNITS sampled lines
  * are estimated from the lines sampled at NEAR_FACTOR x rate (see the opening comment). */
 #define NEAR_FACTOR 2
-#define NEAR_UNITS 10
+#define NEAR_UNITS 8
 _Static_assert(NEAR_UNITS *NEAR_FACTOR + 2 <= NEAR_CAPACITY, "the near stack's thresholds fit");
 
 /* References `line` in the near stack: its zone (near_plan.zone_count - 1 if deeper than
- * every threshold or new). The search compares 4 lines at a time (GCC/clang vectors:
- * SSE2 or AVX2), the slots past `count` included (zeros or stale, never a match that
- * counts); then the lines before it move down one. Against a scalar scan that moved the
- * lines as it went (best of 3, CPU time): gather 0.093 -> 0.068 s, matmul 0.124 -> 0.098 s. */
-typedef uint64_t near_vector __attribute__((vector_size(32)));
-
+ * every threshold or new). One pass finds the line and moves the lines before it down. */
 static inline int near_reference(ms_surface_builder *b, near_stack *stack, uint64_t line) {
-  const near_vector key = {line, line, line, line};
-  int d = stack->count;
-  for (int j = 0; j < stack->count; j += 4) {
-    near_vector v;
-    memcpy(&v, &stack->lines[j], sizeof v);
-    near_vector equal = v == key;
-    if (equal[0] | equal[1] | equal[2] | equal[3]) {
-      d = j + (equal[0] ? 0 : equal[1] ? 1 : equal[2] ? 2 : 3);
-      break;
-    }
+  uint64_t carry = line;
+  for (int d = 0; d < stack->count; d++) {
+    uint64_t here = stack->lines[d];
+    stack->lines[d] = carry;
+    if (here == line) return b->near_zone_of[d];
+    carry = here;
   }
-  if (d < stack->count) { /* a hit at distance d */
-    memmove(&stack->lines[1], &stack->lines[0], (size_t)d * sizeof line);
-    stack->lines[0] = line;
-    return b->near_zone_of[d];
-  }
-  int kept = stack->count < b->near_capacity ? stack->count++ : stack->count - 1;
-  memmove(&stack->lines[1], &stack->lines[0], (size_t)kept * sizeof line);
-  stack->lines[0] = line;
+  if (stack->count < b->near_capacity) stack->lines[stack->count++] = carry;
   return b->near_plan.zone_count - 1;
 }
 
@@ -257,8 +244,6 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
   if (!b) return ms_error_set(MS_ERR_NOMEM, "out of memory for a surface");
   b->config = *config;
   uint64_t thresholds[2 * MS_SURFACE_MAX_DEPTHS], near_thresholds[2 * MS_SURFACE_MAX_DEPTHS];
-  int m =
-      plan_zones(config->depths, config->depth_count, config->sample_rate, &b->plan, thresholds);
   int near_m = 0;
   if (config->sample_rate * NEAR_FACTOR < 1.0) {
     while (b->near_count < config->depth_count &&
@@ -276,6 +261,11 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
       }
     }
   }
+  /* the sample's stacks only bound the depths the near sample leaves them (at least the
+   * deepest, for the references and histogram): fewer boundaries to move on a hit */
+  b->base_first = b->near_count < config->depth_count ? b->near_count : config->depth_count - 1;
+  int m = plan_zones(config->depths + b->base_first, config->depth_count - b->base_first,
+                     config->sample_rate, &b->plan, thresholds);
   for (int i = 0; i < config->width_count; i++) {
     int shift = 0;
     while ((1u << shift) < config->widths[i])
@@ -615,7 +605,7 @@ void ms_surface_builder_result(const ms_surface_builder *b, ms_surface *out) {
       const int is_near = k < b->near_count;
       const sample_totals *t = is_near ? &near : &base;
       double estimate = is_near ? estimate_below(&b->near_plan, b->near_refs[i], k)
-                                : estimate_below(&b->plan, b->zone_refs[i], k);
+                                : estimate_below(&b->plan, b->zone_refs[i], k - b->base_first);
       double hits = t->repeats + estimate + t->adjust;
       double hit_rate = t->total > 0 ? hits / t->total : 0.0;
       hit_rate = hit_rate < 0 ? 0 : hit_rate > 1 ? 1 : hit_rate;
