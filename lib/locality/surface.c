@@ -666,6 +666,9 @@ int ms_surface_write_table(FILE *out, const ms_surface *s) {
   fprintf(out, "cache surface: hit rates of fully-associative LRU caches (%" PRIu64 " accesses",
           s->accesses);
   if (s->sample_rate < 1.0) fprintf(out, ", sampled at rate %g", s->sample_rate);
+  if (s->near_depth_count > 0)
+    fprintf(out, "; depths %" PRIu64 "..%" PRIu64 " at rate %g", s->depths[0],
+            s->depths[s->near_depth_count - 1], s->near_rate);
   fprintf(out, ")\nrows: width in bytes; columns: depth in lines (cache size = width x depth)\n");
   fprintf(out, "%7s", "width");
   for (int k = 0; k < s->depth_count; k++)
@@ -710,6 +713,13 @@ int ms_surface_write_json(FILE *out, const ms_surface *s) {
   for (int k = 0; k < s->depth_count; k++)
     json_object_array_add(depths, json_object_new_uint64(s->depths[k]));
   json_object_object_add(root, "depths", depths);
+  if (s->sample_rate < 1.0) { /* the rate each depth's hit rates were estimated at */
+    json_object *rates = json_object_new_array();
+    for (int k = 0; k < s->depth_count; k++)
+      json_object_array_add(
+          rates, json_object_new_double(k < s->near_depth_count ? s->near_rate : s->sample_rate));
+    json_object_object_add(root, "depth_sample_rates", rates);
+  }
   json_object *widths = json_object_new_array();
   for (int i = 0; i < s->width_count; i++) {
     json_object *w = json_object_new_object();
