@@ -17,11 +17,41 @@
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
  * sampled line is seen at all its references. Among sampled lines, reuse distances shrink
- * by the rate: a reference hits depth D iff its sampled distance is below ceil(D * rate).
+ * by the rate: a reference hits depth D iff its sampled distance is below D * rate (the
+ * bucket of floor(D * rate) counted in part, see plan_zones).
  * Hashing each width's lines (rather than one region for all widths) keeps the number of
  * sampled lines large at every width: with 512-byte regions a 2 MB footprint gave 40
- * sampled regions at rate 0.01 and a mean error of 0.08 on matmul; per-width lines, below
- * 0.01 at depths >= 256 (bench/run-locality.sh).
+ * sampled regions at rate 0.01 and a mean error of 0.08 on matmul.
+ *
+ * Near sample (shallow depths): a depth D is resolved in units of 1 / rate lines, and at
+ * D x rate of a few units the sampled distance of a reference is a count of 2 to 6 lines
+ * that the hash puts one or two off. Where the exact surface jumps there, the estimate is
+ * smeared over the neighbouring depths. So the depths with D x rate < NEAR_UNITS (8: at
+ * rate 0.01, depths up to 512) are estimated from a nested sample at NEAR_FACTOR x rate
+ * (2: hash below 2 x rate x 2^24, a superset of the sampled lines), each with its own -adj
+ * correction; its LRU stack holds at most 17 lines (move to front). The surface
+ * reports the near depths and rate (table header, JSON depth_sample_rates), and where the
+ * two estimates meet the hit rates are kept non-decreasing in depth (LRU inclusion).
+ * Where the error was, matmul 150 at rate 0.01 (error x 1000 of the exact 8 x 17 surface):
+ * widths 4 and 8 at depths 512 and 256 (+209, +218: their hit rate jumps by 0.49 at
+ * distances 576-640 and 288-320) and widths 16-256 at depth 256 (-45 to -138: a jump at
+ * 170-250), the same within 0.0008 for seeds 1-8, so a bias of the resolution, not noise;
+ * the widths of few sampled lines (512: ~10 lines) were not it (0.001 there). Measured on
+ * matmul 150 (mean absolute error at depths >= 256, mean of 3 seeds):
+ *   fixed rate 0.01: 0.0129; 0.02: 0.0067; 0.04: 0.0022 (CPU time 1.4x, 2.9x)
+ *   a per-width minimum of 256 / 512 / 1024 sampled lines: 0.0100 / 0.0088 / 0.0072
+ *     (widths 64-512 at rates up to 0.18 / 0.37 / 0.74, and widths 4-8 still 0.025)
+ *   near sample at 2x: 0.0068; at 4x: 0.0024
+ * The near sample at 4x took 1.7-2.5x the CPU time of the plain sampled pass (its probe
+ * picks a line in about a third of the accesses), too much for the 20x target; at 2x,
+ * 1.0-1.6x in interleaved best-of-3 runs on the loaded machine (bench/run-locality.sh,
+ * docs/locality.md). Other kernels at rate 0.01, mean of seeds 1-3, depths >= 256 (all
+ * depths), before -> with the near sample: gather 0.0020 (0.0364) -> 0.0018 (0.0369),
+ * random_gather 0.0019 (0.0022) -> 0.0017 (0.0018), stream_add 0.0008 (0.0632) -> 0.0007
+ * (0.0613), stencil2d 0.0005 (0.0869) -> 0.0003 (0.0842), linked_list 0.0022 (0.0262) ->
+ * 0.0019 (0.0228). The bound is not universal: on the synthetic ijk matmul of
+ * test_surface.c, n = 72 / 96 / 128 give 0.013 / 0.014 / 0.018 (0.016 / 0.016 / 0.023
+ * before), their jumps lying close to a grid depth.
  */
 #include <inttypes.h>
 #include <json-c/json.h>
