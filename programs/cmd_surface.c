@@ -5,6 +5,7 @@
  * of a grid, with the reuse-distance histogram per width (lib/locality/surface.c).
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +91,11 @@ static void write_error(FILE *out, const ms_surface *sampled, const ms_surface *
         n_deep++;
       }
     }
-  fprintf(out, "sampling error (rate %g): mean absolute error %.4f over all %d points, ",
-          sampled->sample_rate, all / n_all, n_all);
+  fprintf(out, "sampling error (rate %g", sampled->sample_rate);
+  if (sampled->near_depth_count > 0)
+    fprintf(out, "; depths %" PRIu64 "..%" PRIu64 " at %g", sampled->depths[0],
+            sampled->depths[sampled->near_depth_count - 1], sampled->near_rate);
+  fprintf(out, "): mean absolute error %.4f over all %d points, ", all / n_all, n_all);
   if (n_deep) fprintf(out, "%.4f over the %d points of depth >= 256, ", deep / n_deep, n_deep);
   fprintf(out, "max %.4f\n", worst);
 }

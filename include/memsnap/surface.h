@@ -14,6 +14,8 @@
  * reuse distances counted over the times of the latest reference of each line). Optionally,
  * SHARDS-style spatially hashed sampling: a line is observed iff a hash of the line falls
  * below rate * 2^24; sampled reuse distances are scaled by 1/rate (lib/locality/surface.c).
+ * Depths too shallow for that rate's resolution come from a nested sample at a few times
+ * the rate (near_rate below), reported with the surface.
  */
 #ifndef MEMSNAP_SURFACE_H
 #define MEMSNAP_SURFACE_H
@@ -54,6 +56,11 @@ typedef struct ms_surface {
   uint64_t histogram[MS_SURFACE_MAX_WIDTHS][MS_SURFACE_MAX_DEPTHS + 1];
   uint64_t accesses;  /* accesses of the stream */
   double sample_rate; /* 1 when exact */
+  /* With sampling, the first near_depth_count depths (those whose scaled depth D x
+   * sample_rate is under a few sampled lines) are estimated from a larger, nested sample
+   * at near_rate (lib/locality/surface.c); 0 and 0 when every depth is at sample_rate. */
+  int near_depth_count;
+  double near_rate;
 } ms_surface;
 
 /* Widths 4..512 bytes and depths 1..65536 blocks, powers of two; exact. */

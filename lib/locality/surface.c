@@ -17,11 +17,41 @@
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
  * sampled line is seen at all its references. Among sampled lines, reuse distances shrink
- * by the rate: a reference hits depth D iff its sampled distance is below ceil(D * rate).
+ * by the rate: a reference hits depth D iff its sampled distance is below D * rate (the
+ * bucket of floor(D * rate) counted in part, see plan_zones).
  * Hashing each width's lines (rather than one region for all widths) keeps the number of
  * sampled lines large at every width: with 512-byte regions a 2 MB footprint gave 40
- * sampled regions at rate 0.01 and a mean error of 0.08 on matmul; per-width lines, below
- * 0.01 at depths >= 256 (bench/run-locality.sh).
+ * sampled regions at rate 0.01 and a mean error of 0.08 on matmul.
+ *
+ * Near sample (shallow depths): a depth D is resolved in units of 1 / rate lines, and at
+ * D x rate of a few units the sampled distance of a reference is a count of 2 to 6 lines
+ * that the hash puts one or two off. Where the exact surface jumps there, the estimate is
+ * smeared over the neighbouring depths. So the depths with D x rate < NEAR_UNITS (8: at
+ * rate 0.01, depths up to 512) are estimated from a nested sample at NEAR_FACTOR x rate
+ * (2: hash below 2 x rate x 2^24, a superset of the sampled lines), each with its own -adj
+ * correction; its LRU stack holds at most 17 lines (move to front). The surface
+ * reports the near depths and rate (table header, JSON depth_sample_rates), and where the
+ * two estimates meet the hit rates are kept non-decreasing in depth (LRU inclusion).
+ * Where the error was, matmul 150 at rate 0.01 (error x 1000 of the exact 8 x 17 surface):
+ * widths 4 and 8 at depths 512 and 256 (+209, +218: their hit rate jumps by 0.49 at
+ * distances 576-640 and 288-320) and widths 16-256 at depth 256 (-45 to -138: a jump at
+ * 170-250), the same within 0.0008 for seeds 1-8, so a bias of the resolution, not noise;
+ * the widths of few sampled lines (512: ~10 lines) were not it (0.001 there). Measured on
+ * matmul 150 (mean absolute error at depths >= 256, mean of 3 seeds):
+ *   fixed rate 0.01: 0.0129; 0.02: 0.0067; 0.04: 0.0022 (CPU time 1.4x, 2.9x)
+ *   a per-width minimum of 256 / 512 / 1024 sampled lines: 0.0100 / 0.0088 / 0.0072
+ *     (widths 64-512 at rates up to 0.18 / 0.37 / 0.74, and widths 4-8 still 0.025)
+ *   near sample at 2x: 0.0068; at 4x: 0.0024
+ * The near sample at 4x took 1.7-2.5x the CPU time of the plain sampled pass (its probe
+ * picks a line in about a third of the accesses), too much for the 20x target; at 2x,
+ * 1.0-1.6x in interleaved best-of-3 runs on the loaded machine (bench/run-locality.sh,
+ * docs/locality.md). Other kernels at rate 0.01, mean of seeds 1-3, depths >= 256 (all
+ * depths), before -> with the near sample: gather 0.0020 (0.0364) -> 0.0018 (0.0369),
+ * random_gather 0.0019 (0.0022) -> 0.0017 (0.0018), stream_add 0.0008 (0.0632) -> 0.0007
+ * (0.0613), stencil2d 0.0005 (0.0869) -> 0.0003 (0.0842), linked_list 0.0022 (0.0262) ->
+ * 0.0019 (0.0228). The bound is not universal: on the synthetic ijk matmul of
+ * test_surface.c, n = 72 / 96 / 128 give 0.013 / 0.014 / 0.018 (0.016 / 0.016 / 0.023
+ * before), their jumps lying close to a grid depth.
  */
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -38,16 +68,46 @@
 #define SURFACE_AVX2 1 /* the sampled pass has an AVX2 version, chosen at run time */
 #endif
 
+/* How the depths map to the zones of a stack. Hits at depth k: the references of zones <=
+ * low_zone[k] (none if -1), plus `fraction` of those of the zones (low_zone[k],
+ * high_zone[k]]; exact: low = high, fraction 0. */
+typedef struct zone_plan {
+  int low_zone[MS_SURFACE_MAX_DEPTHS], high_zone[MS_SURFACE_MAX_DEPTHS];
+  double fraction[MS_SURFACE_MAX_DEPTHS];
+  int zone_count; /* thresholds of the stacks + 1 */
+} zone_plan;
+
+/* The near sample's LRU stack: at most NEAR_CAPACITY lines, most recent first, so a
+ * line's index is its reuse distance (move to front). Its thresholds are below
+ * NEAR_UNITS x NEAR_FACTOR + 2, and a scan of that many words in L1 measured cheaper than
+ * reuse_stack's hash table and time marks: with a near sample at 4x the rate (thresholds up
+ * to 40), matmul 150 at rate 0.01 took 0.19 s with reuse_stack and 0.12 s with this (CPU
+ * time, best of 3). */
+#define NEAR_CAPACITY 24
+
+typedef struct near_stack {
+  uint64_t lines[NEAR_CAPACITY];
+  int count;
+} near_stack;
+
 struct ms_surface_builder {
   ms_surface_config config;
   int width_shift[MS_SURFACE_MAX_WIDTHS];
   reuse_stack stacks[MS_SURFACE_MAX_WIDTHS];
-  /* Hits at depth k: the references of zones <= low_zone[k] (none if -1), plus `fraction`
-   * of those of the zones (low_zone[k], high_zone[k]]; exact: low = high, fraction 0. */
-  int low_zone[MS_SURFACE_MAX_DEPTHS], high_zone[MS_SURFACE_MAX_DEPTHS];
-  double fraction[MS_SURFACE_MAX_DEPTHS];
-  int zone_count; /* thresholds of the stacks + 1 */
+  zone_plan plan; /* of the depths from base_first on */
+  int base_first;
   uint64_t zone_refs[MS_SURFACE_MAX_WIDTHS][2 * MS_SURFACE_MAX_DEPTHS + 1];
+  /* The near sample (sampling only, see the opening comment): the lines whose hash is below
+   * near_limit, a superset of the sampled lines, for the first near_count depths; near_count
+   * 0: none. */
+  int near_count;
+  double near_rate;
+  uint64_t near_limit;
+  near_stack near_stacks[MS_SURFACE_MAX_WIDTHS];
+  int near_capacity;                       /* the deepest threshold: lines kept */
+  uint8_t near_zone_of[NEAR_CAPACITY + 1]; /* zone of each distance below near_capacity */
+  zone_plan near_plan;
+  uint64_t near_refs[MS_SURFACE_MAX_WIDTHS][2 * MS_SURFACE_MAX_DEPTHS + 1];
   uint64_t lines[MS_SURFACE_MAX_WIDTHS]; /* line references, sampled or not */
   /* Immediate re-references (the line of the previous reference of the width), counted
    * exactly even when sampling: they hit every depth and change no LRU state. */
@@ -56,6 +116,7 @@ struct ms_surface_builder {
   int has_last_line[MS_SURFACE_MAX_WIDTHS];
   uint64_t accesses;
   uint64_t sample_limit; /* observe a line iff its 24-bit hash < sample_limit (2^24: all) */
+  uint64_t probe_limit;  /* the larger of sample_limit and near_limit: the passes' test */
   /* the sampled pass: the last byte of the previous access (repeats at every width) */
   uint64_t previous_last;
   int has_previous;
@@ -148,6 +209,63 @@ int ms_surface_parse_grid(const char *text, const char *what, uint64_t *values, 
   }
 }
 
+/* The thresholds of a stack for the first `count` depths at `rate` (1: exact) and how the
+ * depths map to its zones. Returns the number of thresholds.
+ * Sampled: a sampled distance s stands for s / rate, so depth D counts the references
+ * with s < floor(D * rate) and, for the fraction D * rate - floor(D * rate), those with
+ * s == floor(D * rate) (uniform within the bucket: rounding D * rate up instead biased
+ * depth 256 at rate 0.01 toward depth 300; matmul at rate 0.01: mean error 0.013
+ * instead of 0.025 at depths >= 256). */
+static int plan_zones(const uint64_t *depths, int count, double rate, zone_plan *plan,
+                      uint64_t *thresholds) {
+  uint64_t low[MS_SURFACE_MAX_DEPTHS];
+  int m = 0;
+  for (int k = 0; k < count; k++) {
+    double scaled = (double)depths[k] * rate;
+    low[k] = rate < 1.0 ? (uint64_t)floor(scaled) : depths[k];
+    plan->fraction[k] = rate < 1.0 ? scaled - (double)low[k] : 0.0;
+    /* Below one sampled distance unit (D < 1 / rate) the bucket s == 0 also holds the
+     * immediate reuses of a line among few others: counting all of it measured closer
+     * (gather: mean error 0.03 against 0.15 over all depths). */
+    if (rate < 1.0 && low[k] == 0) plan->fraction[k] = 1.0;
+    uint64_t candidates[2] = {low[k], low[k] + 1};
+    for (int c = 0; c < (rate < 1.0 ? 2 : 1); c++) {
+      uint64_t t = candidates[c];
+      if (t == 0 || (m > 0 && t <= thresholds[m - 1])) continue; /* ascending already */
+      thresholds[m++] = t;
+    }
+  }
+  for (int k = 0; k < count; k++) {
+    plan->low_zone[k] = plan->high_zone[k] = -1;
+    for (int j = 0; j < m; j++) {
+      if (thresholds[j] == low[k]) plan->low_zone[k] = j;
+      if (thresholds[j] == (rate < 1.0 ? low[k] + 1 : low[k])) plan->high_zone[k] = j;
+    }
+  }
+  plan->zone_count = m + 1;
+  return m;
+}
+
+/* The near sample: depths whose scaled depth D x rate is below NEAR_UNITS sampled lines
+ * are estimated from the lines sampled at NEAR_FACTOR x rate (see the opening comment). */
+#define NEAR_FACTOR 2
+#define NEAR_UNITS 8
+_Static_assert(NEAR_UNITS *NEAR_FACTOR + 2 <= NEAR_CAPACITY, "the near stack's thresholds fit");
+
+/* References `line` in the near stack: its zone (near_plan.zone_count - 1 if deeper than
+ * every threshold or new). One pass finds the line and moves the lines before it down. */
+static inline int near_reference(ms_surface_builder *b, near_stack *stack, uint64_t line) {
+  uint64_t carry = line;
+  for (int d = 0; d < stack->count; d++) {
+    uint64_t here = stack->lines[d];
+    stack->lines[d] = carry;
+    if (here == line) return b->near_zone_of[d];
+    carry = here;
+  }
+  if (stack->count < b->near_capacity) stack->lines[stack->count++] = carry;
+  return b->near_plan.zone_count - 1;
+}
+
 int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder **out) {
   *out = NULL;
   int rc = ms_surface_config_check(config);
@@ -155,36 +273,29 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
   ms_surface_builder *b = calloc(1, sizeof *b);
   if (!b) return ms_error_set(MS_ERR_NOMEM, "out of memory for a surface");
   b->config = *config;
-  /* Sampled: a sampled distance s stands for s / rate, so depth D counts the references
-   * with s < floor(D * rate) and, for the fraction D * rate - floor(D * rate), those with
-   * s == floor(D * rate) (uniform within the bucket: rounding D * rate up instead biased
-   * depth 256 at rate 0.01 toward depth 300; matmul at rate 0.01: mean error 0.013
-   * instead of 0.025 at depths >= 256). */
-  uint64_t thresholds[2 * MS_SURFACE_MAX_DEPTHS], low[MS_SURFACE_MAX_DEPTHS];
-  int m = 0;
-  for (int k = 0; k < config->depth_count; k++) {
-    double scaled = (double)config->depths[k] * config->sample_rate;
-    low[k] = config->sample_rate < 1.0 ? (uint64_t)floor(scaled) : config->depths[k];
-    b->fraction[k] = config->sample_rate < 1.0 ? scaled - (double)low[k] : 0.0;
-    /* Below one sampled distance unit (D < 1 / rate) the bucket s == 0 also holds the
-     * immediate reuses of a line among few others: counting all of it measured closer
-     * (gather: mean error 0.03 against 0.15 over all depths). */
-    if (config->sample_rate < 1.0 && low[k] == 0) b->fraction[k] = 1.0;
-    uint64_t candidates[2] = {low[k], low[k] + 1};
-    for (int c = 0; c < (config->sample_rate < 1.0 ? 2 : 1); c++) {
-      uint64_t t = candidates[c];
-      if (t == 0 || (m > 0 && t <= thresholds[m - 1])) continue; /* ascending already */
-      thresholds[m++] = t;
+  uint64_t thresholds[2 * MS_SURFACE_MAX_DEPTHS], near_thresholds[2 * MS_SURFACE_MAX_DEPTHS];
+  int near_m = 0;
+  if (config->sample_rate * NEAR_FACTOR < 1.0) {
+    while (b->near_count < config->depth_count &&
+           (double)config->depths[b->near_count] * config->sample_rate < NEAR_UNITS)
+      b->near_count++;
+    b->near_rate = config->sample_rate * NEAR_FACTOR;
+    if (b->near_count > 0) {
+      near_m =
+          plan_zones(config->depths, b->near_count, b->near_rate, &b->near_plan, near_thresholds);
+      b->near_capacity = (int)near_thresholds[near_m - 1]; /* < NEAR_UNITS x NEAR_FACTOR + 2 */
+      for (int d = 0, zone = 0; d <= b->near_capacity; d++) {
+        while (zone < near_m && near_thresholds[zone] <= (uint64_t)d)
+          zone++;
+        b->near_zone_of[d] = (uint8_t)zone;
+      }
     }
   }
-  for (int k = 0; k < config->depth_count; k++) {
-    b->low_zone[k] = b->high_zone[k] = -1;
-    for (int j = 0; j < m; j++) {
-      if (thresholds[j] == low[k]) b->low_zone[k] = j;
-      if (thresholds[j] == (config->sample_rate < 1.0 ? low[k] + 1 : low[k])) b->high_zone[k] = j;
-    }
-  }
-  b->zone_count = m + 1;
+  /* the sample's stacks only bound the depths the near sample leaves them (at least the
+   * deepest, for the references and histogram): fewer boundaries to move on a hit */
+  b->base_first = b->near_count < config->depth_count ? b->near_count : config->depth_count - 1;
+  int m = plan_zones(config->depths + b->base_first, config->depth_count - b->base_first,
+                     config->sample_rate, &b->plan, thresholds);
   for (int i = 0; i < config->width_count; i++) {
     int shift = 0;
     while ((1u << shift) < config->widths[i])
@@ -211,6 +322,8 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
 #endif
   b->sample_limit =
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
+  b->near_limit = b->near_count > 0 ? (uint64_t)(b->near_rate * (double)(1u << 24)) : 0;
+  b->probe_limit = b->near_limit > b->sample_limit ? b->near_limit : b->sample_limit;
   *out = b;
   return MS_OK;
 }
@@ -283,7 +396,13 @@ static inline uint64_t sample_hash(uint64_t line, uint64_t salt) {
   return ((line + salt) * SAMPLE_MULTIPLIER) >> 40;
 }
 
+/* A line whose hash is below probe_limit: into the near sample (when there is one), and into
+ * the sample itself if below sample_limit (the near sample holds every sampled line). */
 static inline int sample_line(ms_surface_builder *b, int i, uint64_t line) {
+  if (b->near_count > 0) {
+    b->near_refs[i][near_reference(b, &b->near_stacks[i], line)]++;
+    if (sample_hash(line, b->salt[i]) >= b->sample_limit) return MS_OK;
+  }
   int zone = reuse_stack_reference(&b->stacks[i], line);
   if (zone < 0) return zone;
   b->zone_refs[i][zone]++;
@@ -297,7 +416,7 @@ static inline int sample_access_width(ms_surface_builder *b, int i, uint64_t fir
                                       uint64_t previous) {
   const int shift = b->width_shift[i];
   const uint64_t salt = b->salt[i];
-  const uint64_t limit = b->sample_limit;
+  const uint64_t limit = b->probe_limit;
   uint64_t line = first >> shift, end = last >> shift;
   b->lines[i] += end - line + 1;
   if (line == previous >> shift)
@@ -361,7 +480,7 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
   const __m256i shift1 = _mm256_loadu_si256((const __m256i *)&b->lane_shift[4]);
   const __m256i salt0 = _mm256_loadu_si256((const __m256i *)&b->lane_salt[0]);
   const __m256i salt1 = _mm256_loadu_si256((const __m256i *)&b->lane_salt[4]);
-  const __m256i limit = _mm256_set1_epi64x((long long)b->sample_limit);
+  const __m256i limit = _mm256_set1_epi64x((long long)b->probe_limit);
   const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
   const __m256i multiplier = _mm256_set1_epi64x((long long)SAMPLE_MULTIPLIER);
   __m256i span0 = _mm256_setzero_si256(), span1 = span0, repeat0 = span0, repeat1 = span0;
@@ -458,6 +577,41 @@ int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   return MS_OK;
 }
 
+/* The estimates of one sample of width i at `rate` (1: exact), in sampled units (x rate):
+ * `repeats` (counted exactly, every depth hits), the references the -adj correction
+ * expects (`total`, repeats included), its `adjust`ment and the modeled references. */
+typedef struct sample_totals {
+  double repeats, total, adjust;
+  uint64_t modeled;
+} sample_totals;
+
+static sample_totals totals_of(const ms_surface_builder *b, int i, double rate,
+                               const uint64_t *refs, int zone_count) {
+  sample_totals t;
+  const uint64_t repeats = b->repeats[i];
+  t.modeled = 0; /* references that reached the LRU model */
+  for (int z = 0; z < zone_count; z++)
+    t.modeled += refs[z];
+  /* SHARDS-adj: the sampled references fall short of (or exceed) rate x the references
+   * that could be sampled by chance; the difference goes to the shortest distances.
+   * Counts are in sampled units (x rate) when sampling. Exact: adjust = 0. */
+  t.repeats = rate < 1.0 ? (double)repeats * rate : (double)repeats;
+  double expected = rate < 1.0 ? (double)(b->lines[i] - repeats) * rate : (double)t.modeled;
+  t.adjust = expected - (double)t.modeled;
+  t.total = t.repeats + expected;
+  return t;
+}
+
+/* The modeled references below depth k, interpolated within the bucket of D x rate. */
+static double estimate_below(const zone_plan *plan, const uint64_t *refs, int k) {
+  uint64_t below_low = 0, below_high = 0;
+  for (int z = 0; z <= plan->high_zone[k]; z++) {
+    if (z <= plan->low_zone[k]) below_low += refs[z];
+    below_high += refs[z];
+  }
+  return (double)below_low + plan->fraction[k] * (double)(below_high - below_low);
+}
+
 void ms_surface_builder_result(const ms_surface_builder *b, ms_surface *out) {
   memset(out, 0, sizeof *out);
   const ms_surface_config *c = &b->config;
@@ -467,36 +621,39 @@ void ms_surface_builder_result(const ms_surface_builder *b, ms_surface *out) {
   memcpy(out->depths, c->depths, sizeof out->depths);
   out->accesses = b->accesses;
   out->sample_rate = c->sample_rate;
+  out->near_depth_count = b->near_count;
+  out->near_rate = b->near_count > 0 ? b->near_rate : 0.0;
   for (int i = 0; i < c->width_count; i++) {
     const double rate = c->sample_rate;
-    const uint64_t repeats = b->repeats[i];
-    uint64_t modeled = 0; /* references that reached the LRU model */
-    for (int z = 0; z < b->zone_count; z++)
-      modeled += b->zone_refs[i][z];
-    out->references[i] = rate < 1.0 ? modeled : modeled + repeats;
-    /* SHARDS-adj: the sampled references fall short of (or exceed) rate x the references
-     * that could be sampled by chance; the difference goes to the shortest distances.
-     * Counts are in sampled units (x rate) when sampling. Exact: adjust = 0. */
-    double repeats_units = rate < 1.0 ? (double)repeats * rate : (double)repeats;
-    double expected = rate < 1.0 ? (double)(b->lines[i] - repeats) * rate : (double)modeled;
-    double adjust = expected - (double)modeled;
-    double total_units = repeats_units + expected;
+    sample_totals base = totals_of(b, i, rate, b->zone_refs[i], b->plan.zone_count);
+    sample_totals near = {0, 0, 0, 0};
+    if (b->near_count > 0)
+      near = totals_of(b, i, b->near_rate, b->near_refs[i], b->near_plan.zone_count);
+    out->references[i] = rate < 1.0 ? base.modeled : base.modeled + b->repeats[i];
     uint64_t previous_hits = 0;
     for (int k = 0; k < c->depth_count; k++) {
-      uint64_t below_low = 0, below_high = 0;
-      for (int z = 0; z <= b->high_zone[k]; z++) {
-        if (z <= b->low_zone[k]) below_low += b->zone_refs[i][z];
-        below_high += b->zone_refs[i][z];
-      }
-      double estimate = (double)below_low + b->fraction[k] * (double)(below_high - below_low);
-      double hits = repeats_units + estimate + adjust;
-      double hit_rate = total_units > 0 ? hits / total_units : 0.0;
-      out->hit_rate[i][k] = hit_rate < 0 ? 0 : hit_rate > 1 ? 1 : hit_rate;
-      uint64_t rounded = (uint64_t)llround(repeats_units + estimate);
+      const int is_near = k < b->near_count;
+      const sample_totals *t = is_near ? &near : &base;
+      double estimate = is_near ? estimate_below(&b->near_plan, b->near_refs[i], k)
+                                : estimate_below(&b->plan, b->zone_refs[i], k - b->base_first);
+      double hits = t->repeats + estimate + t->adjust;
+      double hit_rate = t->total > 0 ? hits / t->total : 0.0;
+      hit_rate = hit_rate < 0 ? 0 : hit_rate > 1 ? 1 : hit_rate;
+      /* where the near sample hands over to the sample, the two estimates may cross:
+       * a deeper LRU cache never hits less (inclusion), so keep the rates monotone */
+      if (rate < 1.0 && k > 0 && hit_rate < out->hit_rate[i][k - 1])
+        hit_rate = out->hit_rate[i][k - 1];
+      out->hit_rate[i][k] = hit_rate;
+      /* histogram in units of the sample (the near sample's counts scaled to them) */
+      double below =
+          is_near ? (near.repeats + estimate) * (rate / b->near_rate) : base.repeats + estimate;
+      uint64_t rounded = (uint64_t)llround(below);
+      if (rounded < previous_hits) rounded = previous_hits;
       out->histogram[i][k] = rounded - previous_hits;
       previous_hits = rounded;
     }
-    uint64_t all = (uint64_t)llround(repeats_units + (double)modeled);
+    uint64_t all = (uint64_t)llround(base.repeats + (double)base.modeled);
+    if (all < previous_hits) all = previous_hits;
     out->histogram[i][c->depth_count] = all - previous_hits;
   }
 }
@@ -539,6 +696,9 @@ int ms_surface_write_table(FILE *out, const ms_surface *s) {
   fprintf(out, "cache surface: hit rates of fully-associative LRU caches (%" PRIu64 " accesses",
           s->accesses);
   if (s->sample_rate < 1.0) fprintf(out, ", sampled at rate %g", s->sample_rate);
+  if (s->near_depth_count > 0)
+    fprintf(out, "; depths %" PRIu64 "..%" PRIu64 " at rate %g", s->depths[0],
+            s->depths[s->near_depth_count - 1], s->near_rate);
   fprintf(out, ")\nrows: width in bytes; columns: depth in lines (cache size = width x depth)\n");
   fprintf(out, "%7s", "width");
   for (int k = 0; k < s->depth_count; k++)
@@ -583,6 +743,13 @@ int ms_surface_write_json(FILE *out, const ms_surface *s) {
   for (int k = 0; k < s->depth_count; k++)
     json_object_array_add(depths, json_object_new_uint64(s->depths[k]));
   json_object_object_add(root, "depths", depths);
+  if (s->sample_rate < 1.0) { /* the rate each depth's hit rates were estimated at */
+    json_object *rates = json_object_new_array();
+    for (int k = 0; k < s->depth_count; k++)
+      json_object_array_add(
+          rates, json_object_new_double(k < s->near_depth_count ? s->near_rate : s->sample_rate));
+    json_object_object_add(root, "depth_sample_rates", rates);
+  }
   json_object *widths = json_object_new_array();
   for (int i = 0; i < s->width_count; i++) {
     json_object *w = json_object_new_object();
