@@ -109,9 +109,17 @@ typedef struct unit {
  * executable's own and local-exec: %fs-relative at a link-time offset, no GOT load. */
 __attribute__((visibility("hidden"))) __thread rt_thread *ms_rt_self
     __attribute__((tls_model("local-exec")));
-/* Sampling: the accesses this thread still skips in its OFF phase (the callbacks count
- * down while it is > 1, before anything else). */
-__attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skip
+/* Sampling, OFF phase (ms_rt_off): the accesses this thread still skips, split into
+ * budgets by the low bits of the callback's return address. A skipped access spends one
+ * unit of its own class's budget; a class with none left goes to the slow path, which ends
+ * the phase when every budget is spent or else spreads what is left again. So the count
+ * stays exact while consecutive accesses (different call sites) decrement different
+ * counters: one counter decremented by every access was a chain of store-to-load
+ * forwardings, one per access (measured in DESIGN.md). */
+#define SKIP_CLASSES 8
+__attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skips[SKIP_CLASSES]
+    __attribute__((tls_model("local-exec")));
+__attribute__((visibility("hidden"))) __thread uint8_t ms_rt_off
     __attribute__((tls_model("local-exec")));
 /* The records buffered: the cursor is a pointer so that the hot path compares and bumps
  * it without scaling an index (measured in record_access's comment). */
@@ -521,7 +529,8 @@ static rt_thread *thread_new(void) {
   }
   set_count(t, 0);
   t->flushed = 0;
-  ms_rt_skip = 0; /* thread_new runs in the thread itself */
+  ms_rt_off = 0; /* thread_new runs in the thread itself */
+  memset(ms_rt_skips, 0, sizeof ms_rt_skips);
   t->on_left = sample_on;
   t->id = thread_ids++;
   t->live = 1;
@@ -539,14 +548,28 @@ static rt_thread *thread_new(void) {
 
 static void rt_init(void);
 
-static void skip_one(rt_thread *t) {
-  if (ms_rt_skip > 1) {
-    ms_rt_skip--;
-    return;
+/* Starts or goes on with an OFF phase of `count` (>= 1) accesses, this one (pc) the first. */
+static void skip_from(uint64_t count, uint64_t pc) {
+  for (int i = 0; i < SKIP_CLASSES; i++)
+    ms_rt_skips[i] = count / SKIP_CLASSES;
+  ms_rt_skips[pc & (SKIP_CLASSES - 1)] += count % SKIP_CLASSES - 1;
+  ms_rt_off = 1;
+}
+
+/* An OFF access whose class has no budget left: 1 if skipped, 0 if the phase is over (every
+ * budget spent) and the ON phase starts with this access. */
+static int skip_off(rt_thread *t, uint64_t pc) {
+  uint64_t left = 0;
+  for (int i = 0; i < SKIP_CLASSES; i++)
+    left += ms_rt_skips[i];
+  if (left > 0) {
+    skip_from(left, pc);
+    return 1;
   }
-  ms_rt_skip = 0;
+  ms_rt_off = 0;
   t->on_left = sample_on;
   set_limit(t);
+  return 0;
 }
 
 /* The site bits of pc for thread t: from its cache, else from the process-wide table under
@@ -589,16 +612,14 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
     if (!t) return;
   } else if (t->pos < t->end) {
     /* here for a site that the thread's cache does not hold */
-  } else if (ms_rt_skip > 0) {
-    skip_one(t);
-    return;
+  } else if (ms_rt_off) {
+    if (skip_off(t, pc)) return;
   } else {
     if (sample_on) t->on_left -= count_of(t) - t->limit_base;
     if (count_of(t) >= THREAD_RECORDS) flush_own(t);
     if (sample_on && t->on_left == 0) {
-      ms_rt_skip = sample_off;
       t->end = t->records;
-      skip_one(t);
+      skip_from(sample_off, pc);
       return;
     }
     set_limit(t);
@@ -627,7 +648,7 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
  * down. Everything else goes through ms_rt_slow_entry, which saves the general registers
  * the C ABI lets a callee clobber and, with XSAVE (x87, SSE, AVX, AVX-512 state), the
  * vector ones, then calls ms_rt_slow_path. Offsets into rt_thread are checked below. */
-_Static_assert(STATE_OFF == 3, "asm: STATE_OFF");
+_Static_assert(STATE_OFF == 3 && SKIP_CLASSES == 8, "asm: STATE_OFF, SKIP_CLASSES");
 _Static_assert(offsetof(rt_thread, pos) == 8 && offsetof(rt_thread, end) == 16 &&
                    offsetof(rt_thread, sites) == 64 && sizeof(thread_site) == 16 &&
                    offsetof(thread_site, bits) == 8 && THREAD_SITES == 4096,
@@ -646,10 +667,18 @@ __asm__(".text\n"
         "  jne 1f\n"
         "  ret\n"
         "1:\n"
-        "  cmpq $1, %fs:ms_rt_skip@tpoff\n" /* a sampling OFF phase counts down */
-        "  jbe 2f\n"
-        "  subq $1, %fs:ms_rt_skip@tpoff\n"
+        "  cmpb $0, %fs:ms_rt_off@tpoff\n" /* sampling, OFF phase: spend a budget */
+        "  je 2f\n"
+        "  movq %rax, -8(%rsp)\n"
+        "  movl (%rsp), %eax\n"
+        "  andl $7, %eax\n" /* SKIP_CLASSES - 1 */
+        "  subq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  jb 3f\n"
+        "  movq -8(%rsp), %rax\n"
         "  ret\n"
+        "3:\n" /* none left: undo, and the slow path decides */
+        "  addq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  movq -8(%rsp), %rax\n"
         "2:\n"
         "  movq %rax, -8(%rsp)\n"
         "  movq %rcx, -16(%rsp)\n"
@@ -780,7 +809,13 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
   rt_thread *t = ms_rt_self;
   if (LIKELY(t != NULL)) {
     record *p = t->pos;
-    if (LIKELY(p < t->end)) {
+    if (UNLIKELY(ms_rt_off)) {
+      uint64_t *budget = &ms_rt_skips[pc & (SKIP_CLASSES - 1)];
+      if (LIKELY(*budget > 0)) {
+        (*budget)--;
+        return;
+      }
+    } else if (LIKELY(p < t->end)) {
       const thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
       if (LIKELY(e->pc == pc)) {
         p->address = address;
@@ -788,9 +823,6 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
         __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
         return;
       }
-    } else if (ms_rt_skip > 1) {
-      ms_rt_skip--;
-      return;
     }
   } else if (LIKELY(ms_rt_state == STATE_OFF)) {
     return;
