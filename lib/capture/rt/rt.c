@@ -663,56 +663,57 @@ __asm__(".text\n"
         "  .type \\name, @function\n"
         "  .p2align 4\n"
         "\\name:\n"
+        "  cmpb $0, %fs:ms_rt_off@tpoff\n" /* this thread skips (sampling, OFF phase) */
+        "  jne 3f\n"
         "  cmpl $3, ms_rt_state(%rip)\n" /* STATE_OFF: nothing to record */
         "  jne 1f\n"
         "  ret\n"
         "1:\n"
-        "  cmpb $0, %fs:ms_rt_off@tpoff\n" /* sampling, OFF phase: spend a budget */
-        "  je 2f\n"
-        "  movq %rax, -8(%rsp)\n"
-        "  movl (%rsp), %eax\n"
-        "  andl $7, %eax\n" /* SKIP_CLASSES - 1 */
-        "  subq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
-        "  jb 3f\n"
-        "  movq -8(%rsp), %rax\n"
-        "  ret\n"
-        "3:\n" /* none left: undo, and the slow path decides */
-        "  addq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
-        "  movq -8(%rsp), %rax\n"
-        "2:\n"
         "  movq %rax, -8(%rsp)\n"
         "  movq %rcx, -16(%rsp)\n"
-        "  movq %rdx, -24(%rsp)\n"
         "  movq %rsi, -32(%rsp)\n"
         "  movq %fs:ms_rt_self@tpoff, %rax\n" /* t */
         "  testq %rax, %rax\n"
         "  je 6f\n"
+        "  movl (%rsp), %esi\n" /* the return address: pc */
+        "  andl $4095, %esi\n"
+        "  shll $4, %esi\n"
+        "  movq (%rsp), %rcx\n"
+        "  cmpq %rcx, 64(%rax,%rsi)\n" /* t->sites[pc & 4095].pc */
+        "  jne 6f\n"
+        "  movq 72(%rax,%rsi), %rsi\n" /* .bits */
+        "  orq $\\low, %rsi\n"
         "  movq 8(%rax), %rcx\n" /* p = t->pos */
         "  cmpq 16(%rax), %rcx\n"
         "  jae 6f\n"
-        "  movq (%rsp), %rdx\n" /* pc */
-        "  movl %edx, %esi\n"
-        "  andl $4095, %esi\n"
-        "  shlq $4, %rsi\n"
-        "  cmpq %rdx, 64(%rax,%rsi)\n" /* t->sites[pc & 4095].pc */
-        "  jne 6f\n"
-        "  movq 72(%rax,%rsi), %rdx\n" /* .bits */
-        "  orq $\\low, %rdx\n"
         "  movq %rdi, (%rcx)\n"
-        "  movq %rdx, 8(%rcx)\n"
+        "  movq %rsi, 8(%rcx)\n"
         "  addq $16, %rcx\n"
         "  movq %rcx, 8(%rax)\n" /* t->pos = p + 1 (a release store on x86) */
         "  movq -8(%rsp), %rax\n"
         "  movq -16(%rsp), %rcx\n"
-        "  movq -24(%rsp), %rdx\n"
         "  movq -32(%rsp), %rsi\n"
         "  ret\n"
+        "3:\n" /* OFF phase: spend one unit of this class's budget */
+        "  movq %rax, -8(%rsp)\n"
+        "  movl (%rsp), %eax\n"
+        "  andl $7, %eax\n" /* SKIP_CLASSES - 1 */
+        "  subq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  jb 4f\n"
+        "  movq -8(%rsp), %rax\n"
+        "  ret\n"
+        "4:\n" /* none left: undo, and the slow path decides */
+        "  addq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  movq %rcx, -16(%rsp)\n"
+        "  movq %rsi, -32(%rsp)\n"
         "6:\n" /* the slow path: a new thread or site, a full buffer, a phase ends */
+        "  movq %rdx, -24(%rsp)\n"
         "  movl $\\low, %esi\n"
         "  jmp ms_rt_slow_entry\n"
         "  .size \\name, .-\\name\n"
         ".endm\n"
-        /* rdi: address, esi: low bits; rax, rcx, rdx, rsi saved below rsp (red zone) */
+        /* rdi: address, esi: low bits; rax, rcx, rdx, rsi saved below rsp (red zone, at -8,
+         * -16, -24, -32) */
         "  .p2align 4\n"
         "  .type ms_rt_slow_entry, @function\n"
         "ms_rt_slow_entry:\n"
