@@ -5,8 +5,7 @@
  * declaration: the caller keeps its registers live across the call instead of spilling
  * them. libmemsnap-rt's callbacks (assembly) preserve every register but the flags.
  * Only for clang on x86-64; elsewhere this file declares nothing. */
-#if defined(__x86_64__) && defined(__clang__) && !defined(__ASSEMBLER__) &&                       \
-    !defined(MEMSNAP_RT_H_)
+#if defined(__x86_64__) && defined(__clang__) && !defined(__ASSEMBLER__) && !defined(MEMSNAP_RT_H_)
 #define MEMSNAP_RT_H_
 #ifdef __cplusplus
 extern "C" {
@@ -22,11 +21,11 @@ MEMSNAP_RT_CALLBACKS_(8, unsigned long long)
 MEMSNAP_RT_CALLBACKS_(16, __int128)
 #undef MEMSNAP_RT_CALLBACKS_
 static void (*const __memsnap_rt_callbacks[])(void) __attribute__((used, unused)) = {
-    (void (*)(void))__sanitizer_cov_load1,   (void (*)(void))__sanitizer_cov_load2,
-    (void (*)(void))__sanitizer_cov_load4,   (void (*)(void))__sanitizer_cov_load8,
-    (void (*)(void))__sanitizer_cov_load16,  (void (*)(void))__sanitizer_cov_store1,
-    (void (*)(void))__sanitizer_cov_store2,  (void (*)(void))__sanitizer_cov_store4,
-    (void (*)(void))__sanitizer_cov_store8,  (void (*)(void))__sanitizer_cov_store16};
+    (void (*)(void))__sanitizer_cov_load1,  (void (*)(void))__sanitizer_cov_load2,
+    (void (*)(void))__sanitizer_cov_load4,  (void (*)(void))__sanitizer_cov_load8,
+    (void (*)(void))__sanitizer_cov_load16, (void (*)(void))__sanitizer_cov_store1,
+    (void (*)(void))__sanitizer_cov_store2, (void (*)(void))__sanitizer_cov_store4,
+    (void (*)(void))__sanitizer_cov_store8, (void (*)(void))__sanitizer_cov_store16};
 #ifdef __cplusplus
 }
 #endif
