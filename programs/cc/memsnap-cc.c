@@ -8,11 +8,11 @@
  * keep their registers across them; not for preprocessing only), -gdwarf-aranges (memsnap resolves
  * sites through libdw, which finds a compilation unit by its address ranges),
  * -fno-sanitize-link-runtime (else clang links its UBSan runtime to supply default callbacks, with
- * its own fatal-signal handlers) and, when the command links an executable, memsnap's runtime
- * libmemsnap-rt.a and -lpthread. Every other argument passes through unchanged, so that
- * `CC=memsnap-cc ./configure && make` works. The runtime is looked up in $MEMSNAP_RT_LIB, then
- * beside this program as installed (<bin>/../lib*), then in the build tree. $MEMSNAP_CLANG /
- * $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
+ * its own fatal-signal handlers), -Wl,-z,now when the command links (see below) and, when it
+ * links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other argument passes
+ * through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime is looked up in
+ * $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in the build tree.
+ * $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -123,6 +123,10 @@ int main(int argc, char **argv) {
   }
   for (int i = 1; i < argc; i++)
     args[n++] = argv[i];
+  /* Binding at load time: a shared object's calls to the callbacks go through its PLT, and
+   * lazy binding's resolver preserves the argument registers but not r10 and r11, which a
+   * caller compiled with memsnap-rt.h keeps live across the call. */
+  if (links && inputs > 0) args[n++] = (char *)"-Wl,-z,now";
   if (add_runtime) {
     args[n++] = (char *)runtime;
     args[n++] = (char *)"-lpthread";
