@@ -110,15 +110,18 @@ typedef struct unit {
 __attribute__((visibility("hidden"))) __thread rt_thread *ms_rt_self
     __attribute__((tls_model("local-exec")));
 /* Sampling, OFF phase (ms_rt_off): the accesses this thread still skips, split into
- * budgets by the low bits of the callback's return address. A skipped access spends one
+ * budgets by bits 4..7 of the callback's return address (call sites of a loop body lie
+ * 10-20 bytes apart: each in its own 16-byte block, unlike bits 0..2, which put 3 of
+ * stencil2d's 6 sites in one class). A skipped access spends one
  * unit of its own class's budget; a class with none left goes to the slow path, which ends
  * the phase when every budget is spent or else spreads what is left again. So the count
  * stays exact while consecutive accesses (different call sites) decrement different
  * counters: one counter decremented by every access was a chain of store-to-load
  * forwardings, one per access (measured in DESIGN.md). */
-#define SKIP_CLASSES 8
+#define SKIP_CLASSES 16
 __attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skips[SKIP_CLASSES]
     __attribute__((tls_model("local-exec")));
+static inline unsigned skip_class(uint64_t pc) { return (unsigned)(pc >> 4) & (SKIP_CLASSES - 1); }
 __attribute__((visibility("hidden"))) __thread uint8_t ms_rt_off
     __attribute__((tls_model("local-exec")));
 /* The records buffered: the cursor is a pointer so that the hot path compares and bumps
@@ -552,7 +555,7 @@ static void rt_init(void);
 static void skip_from(uint64_t count, uint64_t pc) {
   for (int i = 0; i < SKIP_CLASSES; i++)
     ms_rt_skips[i] = count / SKIP_CLASSES;
-  ms_rt_skips[pc & (SKIP_CLASSES - 1)] += count % SKIP_CLASSES - 1;
+  ms_rt_skips[skip_class(pc)] += count % SKIP_CLASSES - 1;
   ms_rt_off = 1;
 }
 
@@ -648,7 +651,7 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
  * down. Everything else goes through ms_rt_slow_entry, which saves the general registers
  * the C ABI lets a callee clobber and, with XSAVE (x87, SSE, AVX, AVX-512 state), the
  * vector ones, then calls ms_rt_slow_path. Offsets into rt_thread are checked below. */
-_Static_assert(STATE_OFF == 3 && SKIP_CLASSES == 8, "asm: STATE_OFF, SKIP_CLASSES");
+_Static_assert(STATE_OFF == 3 && SKIP_CLASSES == 16, "asm: STATE_OFF, SKIP_CLASSES");
 _Static_assert(offsetof(rt_thread, pos) == 8 && offsetof(rt_thread, end) == 16 &&
                    offsetof(rt_thread, sites) == 64 && sizeof(thread_site) == 16 &&
                    offsetof(thread_site, bits) == 8 && THREAD_SITES == 4096,
@@ -696,8 +699,8 @@ __asm__(".text\n"
         "  ret\n"
         "3:\n" /* OFF phase: spend one unit of this class's budget */
         "  movq %rax, -8(%rsp)\n"
-        "  movl (%rsp), %eax\n"
-        "  andl $7, %eax\n" /* SKIP_CLASSES - 1 */
+        "  movzbl (%rsp), %eax\n"
+        "  shrl $4, %eax\n" /* (pc >> 4) & (SKIP_CLASSES - 1) */
         "  subq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
         "  jb 4f\n"
         "  movq -8(%rsp), %rax\n"
@@ -811,7 +814,7 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
   if (LIKELY(t != NULL)) {
     record *p = t->pos;
     if (UNLIKELY(ms_rt_off)) {
-      uint64_t *budget = &ms_rt_skips[pc & (SKIP_CLASSES - 1)];
+      uint64_t *budget = &ms_rt_skips[skip_class(pc)];
       if (LIKELY(*budget > 0)) {
         (*budget)--;
         return;
