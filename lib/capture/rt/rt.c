@@ -19,7 +19,10 @@
  * file:line through libdw (PIE or not); each thread caches pc -> site for its callbacks, and
  * a miss defines the site (SITE unit sent at once, before any access naming it).
  * Sampling (MEMSNAP_SAMPLE=ON/OFF, Chameleon's interval sampling): each thread records ON
- * consecutive accesses, then skips OFF, and so on; the counting is per thread.
+ * consecutive accesses, then skips OFF, and so on; the counting is per thread and exact.
+ * Registers: on x86-64 the callbacks are assembly that preserves every register but the
+ * flags, and memsnap-cc declares them so (memsnap-rt.h), so that callers keep their
+ * values in registers across them; elsewhere they are C with the ordinary convention.
  * Ends: on_exit (the exit status goes in the EXIT record), thread exit (a pthread key
  * destructor flushes), fatal signals (flush without allocating, no EXIT: the stream is
  * truncated, then the default action), fork (the child records into OUT.<pid> in MEMSNAP_OUT
