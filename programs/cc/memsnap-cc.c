@@ -2,16 +2,17 @@
  *
  *   memsnap-cc [clang arguments...]    (memsnap-c++: clang++; the name picks the driver)
  *
- * Adds -fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores (clang 14 emits
- * the load and store callbacks only when another coverage kind is on; a guard per function
- * entry is the cheapest), -gdwarf-aranges (memsnap resolves sites through libdw, which finds
- * a compilation unit by its address ranges), -fno-sanitize-link-runtime (else clang links
- * its UBSan runtime to supply default callbacks, with its own fatal-signal handlers) and, when the
- * command links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other
- * argument passes through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime
- * is looked up in $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in
- * the build tree. $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang,
- * clang++).
+ * Adds -fsanitize-coverage=func,trace-loads,trace-stores (clang 14 emits the load and store
+ * callbacks only with a coverage level: `func` alone adds no code of its own),
+ * -include memsnap-rt.h (found beside the runtime: declares the callbacks so that callers
+ * keep their registers across them; not for preprocessing only), -gdwarf-aranges (memsnap resolves
+ * sites through libdw, which finds a compilation unit by its address ranges),
+ * -fno-sanitize-link-runtime (else clang links its UBSan runtime to supply default callbacks, with
+ * its own fatal-signal handlers), -Wl,-z,now when the command links (see below) and, when it
+ * links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other argument passes
+ * through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime is looked up in
+ * $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in the build tree.
+ * $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -19,8 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const coverage =
-    "-fsanitize-coverage=func,trace-pc-guard,trace-loads,trace-stores";
+static const char *const coverage = "-fsanitize-coverage=func,trace-loads,trace-stores";
 
 /* Options of clang's driver whose value is the next argument. */
 static int takes_value(const char *arg) {
@@ -71,14 +71,15 @@ int main(int argc, char **argv) {
   const char *driver = getenv(cxx ? "MEMSNAP_CLANGXX" : "MEMSNAP_CLANG");
   if (!driver || !*driver) driver = cxx ? "clang++" : "clang";
 
-  int links = 1, inputs = 0, shared = 0;
+  int links = 1, inputs = 0, shared = 0, preprocess = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-E") == 0 ||
         strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0 || strcmp(a, "-fsyntax-only") == 0 ||
-        strcmp(a, "--version") == 0 || strncmp(a, "-print", 6) == 0 || strcmp(a, "-###") == 0)
+        strcmp(a, "--version") == 0 || strncmp(a, "-print", 6) == 0 || strcmp(a, "-###") == 0) {
       links = 0;
-    else if (strcmp(a, "-shared") == 0 || strcmp(a, "-r") == 0)
+      preprocess |= strcmp(a, "-E") == 0 || strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0;
+    } else if (strcmp(a, "-shared") == 0 || strcmp(a, "-r") == 0)
       shared = 1;
     else if (takes_value(a))
       i++;
@@ -89,14 +90,24 @@ int main(int argc, char **argv) {
   const char *runtime = NULL;
   /* a shared library's callbacks bind to the executable's runtime: only executables get one */
   int add_runtime = links && inputs > 0 && !shared;
+  runtime = find_runtime(buffer, sizeof buffer);
+  /* memsnap-rt.h beside the runtime; without it the calls are ordinary ones (slower, and as
+   * correct: the callbacks preserve every register either way) */
+  char header[PATH_MAX + 16];
+  int include = 0;
+  if (runtime && !preprocess) {
+    const char *slash = strrchr(runtime, '/');
+    int dir = slash ? (int)(slash - runtime) : 1;
+    int m = snprintf(header, sizeof header, "%.*s/memsnap-rt.h", dir, slash ? runtime : ".");
+    include = m > 0 && (size_t)m < sizeof header && exists(header);
+  }
   if (add_runtime) {
-    runtime = find_runtime(buffer, sizeof buffer);
     if (!runtime) {
       fprintf(stderr, "%s: cannot find libmemsnap-rt.a (set MEMSNAP_RT_LIB)\n", name);
       return 1;
     }
   }
-  char **args = calloc((size_t)argc + 8, sizeof *args);
+  char **args = calloc((size_t)argc + 10, sizeof *args);
   if (!args) {
     fprintf(stderr, "%s: out of memory\n", name);
     return 1;
@@ -106,8 +117,16 @@ int main(int argc, char **argv) {
   args[n++] = (char *)coverage;
   args[n++] = (char *)"-gdwarf-aranges";
   args[n++] = (char *)"-fno-sanitize-link-runtime";
+  if (include) {
+    args[n++] = (char *)"-include";
+    args[n++] = header;
+  }
   for (int i = 1; i < argc; i++)
     args[n++] = argv[i];
+  /* Binding at load time: a shared object's calls to the callbacks go through its PLT, and
+   * lazy binding's resolver preserves the argument registers but not r10 and r11, which a
+   * caller compiled with memsnap-rt.h keeps live across the call. */
+  if (links && inputs > 0) args[n++] = (char *)"-Wl,-z,now";
   if (add_runtime) {
     args[n++] = (char *)runtime;
     args[n++] = (char *)"-lpthread";

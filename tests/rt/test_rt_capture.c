@@ -348,6 +348,41 @@ static void test_sim_live(void **state) {
   json_object_put(live);
 }
 
+/* The callbacks preserve every register (memsnap-cc declares them no_caller_saved_registers,
+ * so the caller keeps its values in registers across them): a kernel with 8 double and 8
+ * integer accumulators live across its callbacks prints what the same source prints built
+ * without instrumentation, when it records everything (the slow path, which saves the
+ * vector state with XSAVE, runs every 4 Ki accesses), samples (OFF budgets, phase changes)
+ * or records nothing. Also built with -mavx2 (YMM registers), run where the CPU has AVX2. */
+static void test_registers_preserved(void **state) {
+  (void)state;
+  assert_int_equal(test_run("cd '%s' && '%s' 30000 > expected", dir, MEMSNAP_RT_REGISTERS_PLAIN),
+                   0);
+  char *expected = test_read_in(dir, "expected");
+  assert_non_null(expected);
+  assert_true(strlen(expected) > 100); /* 8 lines of two numbers */
+  const char *kernels[] = {"registers", "registers_avx2"};
+  const char *envs[] = {"", "MEMSNAP_SAMPLE=1k/3k", "MEMSNAP_OUT="};
+  for (int k = 0; k < 2; k++) {
+    __builtin_cpu_init();
+    if (k == 1 && !__builtin_cpu_supports("avx2")) break;
+    for (int e = 0; e < 3; e++) {
+      assert_int_equal(run_kernel(envs[e], kernels[k], "30000"), 0);
+      char *out = test_read_in(dir, "out");
+      assert_non_null(out);
+      assert_string_equal(out, expected);
+      free(out);
+    }
+    /* and the recording holds the loop's loads: 4 passes x 2 arrays x 30000 */
+    rt_trace trace;
+    assert_int_equal(run_kernel("", kernels[k], "30000"), 0);
+    load_in_dir("out.mtr", &trace);
+    assert_true(trace.count >= 4 * 2 * 30000);
+    rt_trace_free(&trace);
+  }
+  free(expected);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pthreads),
@@ -362,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_sites_name_source_lines),
       cmocka_unit_test(test_sim_live),
+      cmocka_unit_test(test_registers_preserved),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

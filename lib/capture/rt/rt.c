@@ -19,7 +19,10 @@
  * file:line through libdw (PIE or not); each thread caches pc -> site for its callbacks, and
  * a miss defines the site (SITE unit sent at once, before any access naming it).
  * Sampling (MEMSNAP_SAMPLE=ON/OFF, Chameleon's interval sampling): each thread records ON
- * consecutive accesses, then skips OFF, and so on; the counting is per thread.
+ * consecutive accesses, then skips OFF, and so on; the counting is per thread and exact.
+ * Registers: on x86-64 the callbacks are assembly that preserves every register but the
+ * flags, and memsnap-cc declares them so (memsnap-rt.h), so that callers keep their
+ * values in registers across them; elsewhere they are C with the ordinary convention.
  * Ends: on_exit (the exit status goes in the EXIT record), thread exit (a pthread key
  * destructor flushes), fatal signals (flush without allocating, no EXIT: the stream is
  * truncated, then the default action), fork (the child records into OUT.<pid> in MEMSNAP_OUT
@@ -32,6 +35,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <limits.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -87,9 +91,9 @@ typedef struct thread_site {
 
 typedef struct rt_thread {
   record *records;
-  record *pos;   /* the next free record: written by the owner only; read by a finalizing thread */
-  record *end;   /* the hot path records while pos < end */
-  uint64_t skip; /* sampling: accesses still to skip (the hot path handles > 1) */
+  record *pos; /* the next free record: written by the owner only; read by a finalizing thread */
+  record *end; /* the hot path records while pos < end */
+  uint64_t unused; /* so that sites start at 64: no entry straddles two cache lines */
   uint64_t on_left;
   uint32_t limit_base; /* count when end was last set */
   uint32_t flushed;    /* records [0, flushed) already sent by a finalizing thread */
@@ -103,7 +107,26 @@ typedef struct unit {
   uint64_t a, b;
 } unit;
 
-static __thread rt_thread *self __attribute__((tls_model("initial-exec")));
+/* Hidden globals rather than statics: the callbacks' assembly names them. The runtime is
+ * linked into executables only (memsnap-cc), so its thread-local variables are the
+ * executable's own and local-exec: %fs-relative at a link-time offset, no GOT load. */
+__attribute__((visibility("hidden"))) __thread rt_thread *ms_rt_self
+    __attribute__((tls_model("local-exec")));
+/* Sampling, OFF phase (ms_rt_off): the accesses this thread still skips, split into
+ * budgets by bits 4..7 of the callback's return address (call sites of a loop body lie
+ * 10-20 bytes apart: each in its own 16-byte block, unlike bits 0..2, which put 3 of
+ * stencil2d's 6 sites in one class). A skipped access spends one
+ * unit of its own class's budget; a class with none left goes to the slow path, which ends
+ * the phase when every budget is spent or else spreads what is left again. So the count
+ * stays exact while consecutive accesses (different call sites) decrement different
+ * counters: one counter decremented by every access was a chain of store-to-load
+ * forwardings, one per access (measured in DESIGN.md). */
+#define SKIP_CLASSES 16
+__attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skips[SKIP_CLASSES]
+    __attribute__((tls_model("local-exec")));
+static inline unsigned skip_class(uint64_t pc) { return (unsigned)(pc >> 4) & (SKIP_CLASSES - 1); }
+__attribute__((visibility("hidden"))) __thread uint8_t ms_rt_off
+    __attribute__((tls_model("local-exec")));
 /* The records buffered: the cursor is a pointer so that the hot path compares and bumps
  * it without scaling an index (measured in record_access's comment). */
 static inline uint32_t count_of(rt_thread *t) {
@@ -115,7 +138,7 @@ static inline void set_count(rt_thread *t, uint32_t n) {
 
 static __thread int lock_held __attribute__((tls_model("initial-exec"))); /* this thread's */
 
-static int state;       /* STATE_* */
+__attribute__((visibility("hidden"))) int ms_rt_state; /* STATE_* */
 static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
 static uint64_t sample_on, sample_off;
 static rt_thread *threads; /* every thread ever seen, under the lock */
@@ -450,7 +473,7 @@ static void convert(rt_thread *t, uint32_t count, int in_signal) {
 /* The owner flushes its whole buffer. */
 static void flush_own(rt_thread *t) {
   lock();
-  if (state == STATE_ACTIVE && !channel_broken) convert(t, count_of(t), 0);
+  if (ms_rt_state == STATE_ACTIVE && !channel_broken) convert(t, count_of(t), 0);
   t->flushed = 0;
   set_count(t, 0);
   unlock();
@@ -492,7 +515,7 @@ static void thread_exit(void *arg) {
     }
   t->next = free_threads;
   free_threads = t;
-  self = NULL;
+  ms_rt_self = NULL;
   unlock();
 }
 
@@ -512,7 +535,8 @@ static rt_thread *thread_new(void) {
   }
   set_count(t, 0);
   t->flushed = 0;
-  t->skip = 0;
+  ms_rt_off = 0; /* thread_new runs in the thread itself */
+  memset(ms_rt_skips, 0, sizeof ms_rt_skips);
   t->on_left = sample_on;
   t->id = thread_ids++;
   t->live = 1;
@@ -530,14 +554,28 @@ static rt_thread *thread_new(void) {
 
 static void rt_init(void);
 
-static void skip_one(rt_thread *t) {
-  if (t->skip > 1) {
-    t->skip--;
-    return;
+/* Starts or goes on with an OFF phase of `count` (>= 1) accesses, this one (pc) the first. */
+static void skip_from(uint64_t count, uint64_t pc) {
+  for (int i = 0; i < SKIP_CLASSES; i++)
+    ms_rt_skips[i] = count / SKIP_CLASSES;
+  ms_rt_skips[skip_class(pc)] += count % SKIP_CLASSES - 1;
+  ms_rt_off = 1;
+}
+
+/* An OFF access whose class has no budget left: 1 if skipped, 0 if the phase is over (every
+ * budget spent) and the ON phase starts with this access. */
+static int skip_off(rt_thread *t, uint64_t pc) {
+  uint64_t left = 0;
+  for (int i = 0; i < SKIP_CLASSES; i++)
+    left += ms_rt_skips[i];
+  if (left > 0) {
+    skip_from(left, pc);
+    return 1;
   }
-  t->skip = 0;
+  ms_rt_off = 0;
   t->on_left = sample_on;
   set_limit(t);
+  return 0;
 }
 
 /* The site bits of pc for thread t: from its cache, else from the process-wide table under
@@ -552,7 +590,8 @@ static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
   }
   if (lock_held) return 0;
   lock();
-  int ok = state == STATE_ACTIVE && !channel_broken && (site_capacity != 0 || grow_sites() == 0);
+  int ok =
+      ms_rt_state == STATE_ACTIVE && !channel_broken && (site_capacity != 0 || grow_sites() == 0);
   if (ok) {
     e->bits = (uint64_t)site_of(pc, 0) << 32;
     e->pc = pc;
@@ -562,28 +601,31 @@ static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
   return ok;
 }
 
-__attribute__((noinline)) static void slow_path(uint64_t address, uint64_t pc, uint64_t low) {
-  if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
-  if (state != STATE_ACTIVE) {
-    if (self) set_count(self, 0);
+/* Everything but the callbacks' fast path: the first access (initialization), a thread's
+ * first access, a full buffer or the end of a sampling phase, a site that the thread's
+ * cache does not hold. Called by the callbacks (assembly or C) with the access's address,
+ * the callback's return address and the unit's low bits (kind << 8 | size). */
+__attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t address, uint64_t pc,
+                                                                     uint64_t low) {
+  if (__atomic_load_n(&ms_rt_state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
+  if (ms_rt_state != STATE_ACTIVE) {
+    if (ms_rt_self) set_count(ms_rt_self, 0);
     return;
   }
-  rt_thread *t = self;
+  rt_thread *t = ms_rt_self;
   if (!t) {
-    t = self = thread_new();
+    t = ms_rt_self = thread_new();
     if (!t) return;
   } else if (t->pos < t->end) {
     /* here for a site that the thread's cache does not hold */
-  } else if (t->skip > 0) {
-    skip_one(t);
-    return;
+  } else if (ms_rt_off) {
+    if (skip_off(t, pc)) return;
   } else {
     if (sample_on) t->on_left -= count_of(t) - t->limit_base;
     if (count_of(t) >= THREAD_RECORDS) flush_own(t);
     if (sample_on && t->on_left == 0) {
-      t->skip = sample_off;
       t->end = t->records;
-      skip_one(t);
+      skip_from(sample_off, pc);
       return;
     }
     set_limit(t);
@@ -595,6 +637,175 @@ __attribute__((noinline)) static void slow_path(uint64_t address, uint64_t pc, u
   __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
 }
 
+#define LOW(size, kind) ((uint64_t)(kind) << 8 | (uint64_t)(size))
+
+#if defined(__x86_64__)
+/* The callbacks on x86-64, in assembly, preserving every register but the flags.
+ * memsnap-cc declares them `no_caller_saved_registers` in each translation unit
+ * (memsnap-rt.h, included with -include), so the caller keeps its values in registers
+ * across the call: with the ordinary convention, every live vector register and most
+ * general ones were spilled and reloaded around each access (matmul's inner loop: 2
+ * spills and 2 reloads of its sums per pair of loads). The measurements are in DESIGN.md.
+ * A caller built without memsnap-rt.h assumes less and is served as well.
+ *
+ * Fast path (the same as the C one below): a program that records nothing (state OFF)
+ * compares one global and returns; otherwise four registers go to the red zone and the
+ * access is appended with the site from the thread's cache, or a sampling OFF phase counts
+ * down. Everything else goes through ms_rt_slow_entry, which saves the general registers
+ * the C ABI lets a callee clobber and, with XSAVE (x87, SSE, AVX, AVX-512 state), the
+ * vector ones, then calls ms_rt_slow_path. Offsets into rt_thread are checked below. */
+_Static_assert(STATE_OFF == 3 && SKIP_CLASSES == 16, "asm: STATE_OFF, SKIP_CLASSES");
+_Static_assert(offsetof(rt_thread, pos) == 8 && offsetof(rt_thread, end) == 16 &&
+                   offsetof(rt_thread, sites) == 64 && sizeof(thread_site) == 16 &&
+                   offsetof(thread_site, bits) == 8 && THREAD_SITES == 4096,
+               "asm: rt_thread layout");
+
+/* 0: not probed yet, 1: XSAVE, 2: FXSAVE (no OSXSAVE: SSE state only). */
+__attribute__((visibility("hidden"))) int ms_rt_save_kind;
+
+__asm__(".text\n"
+        ".macro MS_RT_CALLBACK name, low\n"
+        "  .globl \\name\n"
+        "  .type \\name, @function\n"
+        "  .p2align 4\n"
+        "\\name:\n"
+        "  cmpb $0, %fs:ms_rt_off@tpoff\n" /* this thread skips (sampling, OFF phase) */
+        "  jne 3f\n"
+        "  cmpl $3, ms_rt_state(%rip)\n" /* STATE_OFF: nothing to record */
+        "  jne 1f\n"
+        "  ret\n"
+        "1:\n"
+        "  movq %rax, -8(%rsp)\n"
+        "  movq %rcx, -16(%rsp)\n"
+        "  movq %rsi, -32(%rsp)\n"
+        "  movq %fs:ms_rt_self@tpoff, %rax\n" /* t */
+        "  testq %rax, %rax\n"
+        "  je 6f\n"
+        "  movl (%rsp), %esi\n" /* the return address: pc */
+        "  andl $4095, %esi\n"
+        "  shll $4, %esi\n"
+        "  movq (%rsp), %rcx\n"
+        "  cmpq %rcx, 64(%rax,%rsi)\n" /* t->sites[pc & 4095].pc */
+        "  jne 6f\n"
+        "  movq 72(%rax,%rsi), %rsi\n" /* .bits */
+        "  orq $\\low, %rsi\n"
+        "  movq 8(%rax), %rcx\n" /* p = t->pos */
+        "  cmpq 16(%rax), %rcx\n"
+        "  jae 6f\n"
+        "  movq %rdi, (%rcx)\n"
+        "  movq %rsi, 8(%rcx)\n"
+        "  addq $16, %rcx\n"
+        "  movq %rcx, 8(%rax)\n" /* t->pos = p + 1 (a release store on x86) */
+        "  movq -8(%rsp), %rax\n"
+        "  movq -16(%rsp), %rcx\n"
+        "  movq -32(%rsp), %rsi\n"
+        "  ret\n"
+        "3:\n" /* OFF phase: spend one unit of this class's budget */
+        "  movq %rax, -8(%rsp)\n"
+        "  movzbl (%rsp), %eax\n"
+        "  shrl $4, %eax\n" /* (pc >> 4) & (SKIP_CLASSES - 1) */
+        "  subq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  jb 4f\n"
+        "  movq -8(%rsp), %rax\n"
+        "  ret\n"
+        "4:\n" /* none left: undo, and the slow path decides */
+        "  addq $1, %fs:ms_rt_skips@tpoff(,%rax,8)\n"
+        "  movq %rcx, -16(%rsp)\n"
+        "  movq %rsi, -32(%rsp)\n"
+        "6:\n" /* the slow path: a new thread or site, a full buffer, a phase ends */
+        "  movq %rdx, -24(%rsp)\n"
+        "  movl $\\low, %esi\n"
+        "  jmp ms_rt_slow_entry\n"
+        "  .size \\name, .-\\name\n"
+        ".endm\n"
+        /* rdi: address, esi: low bits; rax, rcx, rdx, rsi saved below rsp (red zone, at -8,
+         * -16, -24, -32) */
+        "  .p2align 4\n"
+        "  .type ms_rt_slow_entry, @function\n"
+        "ms_rt_slow_entry:\n"
+        "  subq $32, %rsp\n"
+        "  pushq %r8\n"
+        "  pushq %r9\n"
+        "  pushq %r10\n"
+        "  pushq %r11\n"
+        "  pushq %rdi\n"
+        "  pushq %rbx\n"
+        "  pushq %rbp\n"
+        "  movq %rsp, %rbp\n" /* the callback's return address at 88(%rbp) */
+        "  movl ms_rt_save_kind(%rip), %eax\n"
+        "  testl %eax, %eax\n"
+        "  jne 1f\n"
+        "  movl $1, %eax\n"
+        "  cpuid\n"
+        "  movl $2, %eax\n"
+        "  btl $27, %ecx\n" /* OSXSAVE */
+        "  jnc 2f\n"
+        "  movl $1, %eax\n"
+        "2:\n"
+        "  movl %eax, ms_rt_save_kind(%rip)\n"
+        "1:\n"
+        "  movq %rsi, %rbx\n"
+        "  andq $-64, %rsp\n"
+        "  subq $2752, %rsp\n" /* standard XSAVE layout up to Hi16_ZMM: 2688 bytes */
+        "  cmpl $1, %eax\n"
+        "  jne 3f\n"
+        "  xorl %edx, %edx\n"
+        "  movq %rdx, 512(%rsp)\n" /* the XSAVE header must be zero for XRSTOR */
+        "  movq %rdx, 520(%rsp)\n"
+        "  movq %rdx, 528(%rsp)\n"
+        "  movq %rdx, 536(%rsp)\n"
+        "  movq %rdx, 544(%rsp)\n"
+        "  movq %rdx, 552(%rsp)\n"
+        "  movq %rdx, 560(%rsp)\n"
+        "  movq %rdx, 568(%rsp)\n"
+        "  movl $0xe7, %eax\n" /* x87, SSE, AVX, opmask, ZMM: not MPX, PKRU, AMX */
+        "  xsave (%rsp)\n"
+        "  jmp 4f\n"
+        "3:\n"
+        "  fxsave (%rsp)\n"
+        "4:\n"
+        "  movq %rbx, %rdx\n"
+        "  movq 88(%rbp), %rsi\n"
+        "  call ms_rt_slow_path\n"
+        "  cmpl $1, ms_rt_save_kind(%rip)\n"
+        "  jne 3f\n"
+        "  movl $0xe7, %eax\n"
+        "  xorl %edx, %edx\n"
+        "  xrstor (%rsp)\n"
+        "  jmp 4f\n"
+        "3:\n"
+        "  fxrstor (%rsp)\n"
+        "4:\n"
+        "  movq %rbp, %rsp\n"
+        "  popq %rbp\n"
+        "  popq %rbx\n"
+        "  popq %rdi\n"
+        "  popq %r11\n"
+        "  popq %r10\n"
+        "  popq %r9\n"
+        "  popq %r8\n"
+        "  movq (%rsp), %rsi\n"
+        "  movq 8(%rsp), %rdx\n"
+        "  movq 16(%rsp), %rcx\n"
+        "  movq 24(%rsp), %rax\n"
+        "  leaq 32(%rsp), %rsp\n"
+        "  ret\n"
+        "  .size ms_rt_slow_entry, .-ms_rt_slow_entry\n"
+        /* low bits: kind << 8 | size (TAG_LOAD 0, TAG_STORE 1) */
+        "MS_RT_CALLBACK __sanitizer_cov_load1, 1\n"
+        "MS_RT_CALLBACK __sanitizer_cov_store1, 257\n"
+        "MS_RT_CALLBACK __sanitizer_cov_load2, 2\n"
+        "MS_RT_CALLBACK __sanitizer_cov_store2, 258\n"
+        "MS_RT_CALLBACK __sanitizer_cov_load4, 4\n"
+        "MS_RT_CALLBACK __sanitizer_cov_store4, 260\n"
+        "MS_RT_CALLBACK __sanitizer_cov_load8, 8\n"
+        "MS_RT_CALLBACK __sanitizer_cov_store8, 264\n"
+        "MS_RT_CALLBACK __sanitizer_cov_load16, 16\n"
+        "MS_RT_CALLBACK __sanitizer_cov_store16, 272\n");
+
+_Static_assert(TAG_LOAD == 0 && TAG_STORE == 1, "asm: the callbacks' low bits");
+
+#else
 /* The hot path, inlined into every callback: a buffer append in the channel's layout, with
  * the site from the thread's own cache. The cursor is a pointer compared with `end` (an
  * index scaled and added to the base took a load and two instructions more): program-side
@@ -602,10 +813,16 @@ __attribute__((noinline)) static void slow_path(uint64_t address, uint64_t pc, u
  * 8M 0.253 -> 0.217 s and 0.283 -> 0.251 s. */
 static inline __attribute__((always_inline)) void record_access(uint64_t address, uint64_t pc,
                                                                 uint64_t low) {
-  rt_thread *t = self;
+  rt_thread *t = ms_rt_self;
   if (LIKELY(t != NULL)) {
     record *p = t->pos;
-    if (LIKELY(p < t->end)) {
+    if (UNLIKELY(ms_rt_off)) {
+      uint64_t *budget = &ms_rt_skips[skip_class(pc)];
+      if (LIKELY(*budget > 0)) {
+        (*budget)--;
+        return;
+      }
+    } else if (LIKELY(p < t->end)) {
       const thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
       if (LIKELY(e->pc == pc)) {
         p->address = address;
@@ -613,18 +830,14 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
         __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
         return;
       }
-    } else if (t->skip > 1) {
-      t->skip--;
-      return;
     }
-  } else if (LIKELY(state == STATE_OFF)) {
+  } else if (LIKELY(ms_rt_state == STATE_OFF)) {
     return;
   }
-  slow_path(address, pc, low);
+  ms_rt_slow_path(address, pc, low);
 }
 
 #define PC ((uint64_t)(uintptr_t)__builtin_return_address(0))
-#define LOW(size, kind) ((uint64_t)(kind) << 8 | (uint64_t)(size))
 
 #define CALLBACKS(n, type)                                                                         \
   EXPORT void __sanitizer_cov_load##n(type *address) {                                             \
@@ -639,9 +852,11 @@ CALLBACKS(2, uint16_t)
 CALLBACKS(4, uint32_t)
 CALLBACKS(8, uint64_t)
 CALLBACKS(16, __int128)
+#endif
 
-/* memsnap-cc also turns on trace-pc-guard at function entries (clang 14 emits the load and
- * store callbacks only together with another coverage kind); the guards are not used. */
+/* Programs built by earlier versions of memsnap-cc also call trace-pc-guard at function
+ * entries (clang 14 needs a coverage level besides trace-loads,trace-stores: `func` alone
+ * is enough, and is what memsnap-cc passes now); the guards are not used. */
 EXPORT void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) {
   (void)start;
   (void)stop;
@@ -684,7 +899,7 @@ static void wait_for_writer(void) {
  * releases it: the writer keeps reading, or is gone and the channel breaks. */
 static void finish(int status) {
   int locked = lock_bounded_by(-1);
-  if (state != STATE_ACTIVE) {
+  if (ms_rt_state != STATE_ACTIVE) {
     if (locked) unlock();
     return;
   }
@@ -693,7 +908,7 @@ static void finish(int status) {
     put_unit((uint64_t)(int64_t)status, pack(0, TAG_EXIT, 0, 0));
     submit_partial_slot();
   }
-  __atomic_store_n(&state, STATE_OFF, __ATOMIC_RELEASE);
+  __atomic_store_n(&ms_rt_state, STATE_OFF, __ATOMIC_RELEASE);
   close_channel();
   wait_for_writer();
   if (locked) unlock();
@@ -714,11 +929,11 @@ static void fatal_handler(int signal_number) {
   int saved = errno;
   unit notice = {(uint64_t)signal_number, pack(0, TAG_SIGNAL, 0, 0)};
   int locked = lock_bounded();
-  if (locked && state == STATE_ACTIVE && !channel_broken) {
+  if (locked && ms_rt_state == STATE_ACTIVE && !channel_broken) {
     flush_all(1);
     submit_partial_slot();
   }
-  int was_active = __atomic_exchange_n(&state, STATE_OFF, __ATOMIC_ACQ_REL) == STATE_ACTIVE;
+  int was_active = __atomic_exchange_n(&ms_rt_state, STATE_OFF, __ATOMIC_ACQ_REL) == STATE_ACTIVE;
   if (was_active && notice_fd >= 0) (void)write_all(notice_fd, &notice, sizeof notice);
   close_channel();
   wait_for_writer(); /* touches only the credit socket: safe even inside a flush */
@@ -922,7 +1137,8 @@ static int parse_sample(const char *text) {
 /*------------------------------------------------------------*/
 
 static void before_fork(void) {
-  if (self && state == STATE_ACTIVE) flush_own(self); /* neither copy keeps them */
+  if (ms_rt_self && ms_rt_state == STATE_ACTIVE)
+    flush_own(ms_rt_self); /* neither copy keeps them */
   lock();
 }
 
@@ -932,16 +1148,16 @@ static void after_fork_child(void) {
   lock_held = 0;
   lock_owner = 0;
   lock_word = 0;
-  if (state != STATE_ACTIVE) return;
+  if (ms_rt_state != STATE_ACTIVE) return;
   if (slots) munmap(slots, (size_t)SLOT_COUNT * SLOT_UNITS * sizeof(unit));
   slots = NULL;
   close_channel();
   if (credit_fd >= 0) close(credit_fd);
   credit_fd = -1;
-  state = STATE_OFF;
+  ms_rt_state = STATE_OFF;
   if (!helper_mode) return; /* under `memsnap record`, only the first process is recorded */
   /* a new stream: threads, sites and the channel start afresh */
-  rt_thread *me = self;
+  rt_thread *me = ms_rt_self;
   threads = free_threads = NULL;
   thread_ids = 0;
   if (me) {
@@ -961,7 +1177,7 @@ static void after_fork_child(void) {
   char *p = append_text(child_path, child_path + sizeof child_path, out_path);
   p = append_text(p, child_path + sizeof child_path, ".");
   append_number(p, child_path + sizeof child_path, (uint64_t)getpid());
-  if (start_writer(child_path) == 0) state = STATE_ACTIVE;
+  if (start_writer(child_path) == 0) ms_rt_state = STATE_ACTIVE;
 }
 
 /*------------------------------------------------------------*/
@@ -970,9 +1186,9 @@ static void after_fork_child(void) {
 
 static void rt_init(void) {
   int expected = STATE_UNINIT;
-  if (!__atomic_compare_exchange_n(&state, &expected, STATE_INITIALIZING, 0, __ATOMIC_ACQ_REL,
+  if (!__atomic_compare_exchange_n(&ms_rt_state, &expected, STATE_INITIALIZING, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
+    while (__atomic_load_n(&ms_rt_state, __ATOMIC_ACQUIRE) == STATE_INITIALIZING)
       pause_briefly();
     return;
   }
@@ -1002,12 +1218,12 @@ static void rt_init(void) {
       pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     }
   }
-  __atomic_store_n(&state, next, __ATOMIC_RELEASE);
+  __atomic_store_n(&ms_rt_state, next, __ATOMIC_RELEASE);
 }
 
 /* glibc passes argc and argv to constructors: they name the program in the trace. */
 __attribute__((constructor(101))) static void rt_constructor(int argc, char **argv) {
   saved_argc = argc;
   saved_argv = argv;
-  if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
+  if (__atomic_load_n(&ms_rt_state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
 }
