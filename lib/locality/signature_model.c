@@ -747,7 +747,7 @@ static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h,
   uint64_t *visited = record + RECORD_TREE;
   uint64_t *choice = visited + (wide ? 2 : 1);
   uint64_t time = record[RECORD_TIME];
-  record[RECORD_TIME] = (time & UINT32_MAX) | (uint64_t)(word + 1) << 32;
+  record[RECORD_TIME] = (uint64_t)(word + 1) << 32; /* time: far (the line is in the window) */
   if ((time >> 32) == word + 1u) {
     same_word[bin]++;
     return;
@@ -798,9 +798,36 @@ static SLOW_PATH int reference_slow(ms_signature_model *model, const ms_access *
   return MS_OK;
 }
 
+/* Saves the whole-program loop's copies of the window and the times into the model, before
+ * a call to the general path, and reads them back after it (the table may have grown). */
+typedef struct loop_state {
+  uint64_t line[WINDOW];
+  uint32_t state[WINDOW];
+  uint32_t now, marked, full;
+} loop_state;
+
+static inline void loop_save(ms_signature_model *model, const loop_state *s) {
+  memcpy(model->window_line, s->line, sizeof s->line);
+  memcpy(model->window_state, s->state, sizeof s->state);
+  model->now = s->now;
+  model->marked = s->marked;
+}
+
+static inline void loop_load(const ms_signature_model *model, loop_state *s) {
+  memcpy(s->line, model->window_line, sizeof s->line);
+  memcpy(s->state, model->window_state, sizeof s->state);
+  s->now = model->now;
+  s->marked = model->marked;
+  s->full = model->window_count == WINDOW;
+}
+
 /* ms_signature_model_add for the whole program with levels <= 7 (`wide`: 7). A reference
  * to a line of the window costs a scan of 8 lines, a shift, and walk_hist; its position is
- * counted in a local histogram. `prefetch`: see PREFETCH_AHEAD. */
+ * counted in a local histogram. A reference to a line outside a full window that is not new
+ * (no rebuild of the times due) is handled here too, on local copies of the window and the
+ * times: the line table, the marks after its time, walk_hist, the window's last line gets
+ * the newest time. Everything else goes through reference_slow. `prefetch`: see
+ * PREFETCH_AHEAD. Compiled twice (SLOW_PATH) for POPCNT. */
 static inline __attribute__((always_inline)) int add_hist(ms_signature_model *model,
                                                           const ms_access *accesses, size_t count,
                                                           const int wide, const int prefetch) {
@@ -813,9 +840,12 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
   while (((size_t)1 << h.record_shift) < model->record_words)
     h.record_shift++;
   size_t table_mask = model->table_mask;
-  uint64_t hits[WINDOW] = {0}, same_word[4] = {0}, slow = 0;
-  uint64_t *window_line = model->window_line;
-  uint32_t *window_state = model->window_state;
+  uint64_t *time_bits = model->time_bits;
+  uint32_t *time_state = model->time_state, *word_fenwick = model->word_fenwick;
+  uint64_t hits[WINDOW] = {0}, same_word[MS_SIGNATURE_DEPTHS] = {0}, slow = 0, outside = 0;
+  uint64_t positions[MS_SIGNATURE_DEPTHS + 1] = {0};
+  loop_state s;
+  loop_load(model, &s);
   int rc = MS_OK;
   model->given += count;
   counts->modeled += count;
@@ -828,47 +858,112 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     }
     uint64_t address = access->address, line = address >> line_shift;
     uint64_t offset = address & line_mask;
+    uint32_t word = (uint32_t)(offset >> word_shift);
+    if (offset + access->size > line_mask + 1) goto general; /* spans lines (size 0: never) */
     uint32_t k = 0;
-    while (k < WINDOW && window_line[k] != line) /* unused entries hold UINT64_MAX */
+    while (k < WINDOW && s.line[k] != line) /* unused entries hold UINT64_MAX */
       k++;
-    if (k == WINDOW || (access->size > 1 && offset + access->size - 1 > line_mask)) {
-      slow++;
-      rc = reference_slow(model, access, counts);
-      if (rc < 0) break;
-      h.table = model->table; /* the table may have grown */
-      table_mask = model->table_mask;
+    if (k < WINDOW) {
+      uint32_t state = s.state[k];
+      hits[k]++;
+      switch (k) { /* move to front (a loop became a memmove call: 6% on stream_add) */
+      case 7: s.line[7] = s.line[6], s.state[7] = s.state[6]; /* fall through */
+      case 6: s.line[6] = s.line[5], s.state[6] = s.state[5]; /* fall through */
+      case 5: s.line[5] = s.line[4], s.state[5] = s.state[4]; /* fall through */
+      case 4: s.line[4] = s.line[3], s.state[4] = s.state[3]; /* fall through */
+      case 3: s.line[3] = s.line[2], s.state[3] = s.state[2]; /* fall through */
+      case 2: s.line[2] = s.line[1], s.state[2] = s.state[1]; /* fall through */
+      case 1:
+        s.line[1] = s.line[0], s.state[1] = s.state[0];
+        s.line[0] = line, s.state[0] = state;
+        break;
+      default: break;
+      }
+      walk_hist(&h, h.table + ((size_t)state << h.record_shift), word, window_bin[k], same_word,
+                wide);
       continue;
     }
-    uint32_t state = window_state[k];
-    hits[k]++;
-    switch (k) { /* move to front (a loop became a memmove call: 6% on stream_add) */
-    case 7: window_line[7] = window_line[6], window_state[7] = window_state[6]; /* fall through */
-    case 6: window_line[6] = window_line[5], window_state[6] = window_state[5]; /* fall through */
-    case 5: window_line[5] = window_line[4], window_state[5] = window_state[4]; /* fall through */
-    case 4: window_line[4] = window_line[3], window_state[4] = window_state[3]; /* fall through */
-    case 3: window_line[3] = window_line[2], window_state[3] = window_state[2]; /* fall through */
-    case 2: window_line[2] = window_line[1], window_state[2] = window_state[1]; /* fall through */
-    case 1:
-      window_line[1] = window_line[0], window_state[1] = window_state[0];
-      window_line[0] = line, window_state[0] = state;
-      break;
-    default: break;
+    if (!s.full || s.now == TIME_SLOTS - 1) goto general;
+    /* Outside the window: the line's record, if it has one (a new line: the general path). */
+    uint64_t key = line + 1, *record;
+    size_t at = hash_line(key) & table_mask;
+    while ((record = h.table + (at << h.record_shift))[RECORD_KEY] != key) {
+      if (!record[RECORD_KEY]) goto general;
+      at = (at + 1) & table_mask;
     }
-    walk_hist(&h, h.table + ((size_t)state << h.record_shift), (uint32_t)(offset >> word_shift),
-              window_bin[k], same_word, wide);
+    uint32_t time = (uint32_t)record[RECORD_TIME], bin = MS_SIGNATURE_DEPTHS - 1;
+    outside++;
+    if (time != TIME_FAR) { /* position: the window, then the marks after its time */
+      uint32_t tword = time >> 6, bit = time & 63, current = s.now >> 6;
+      uint64_t above = bit == 63 ? 0 : time_bits[tword] >> (bit + 1);
+      uint32_t marks = popcount64(above);
+      if (current - tword < TREE_LAG) {
+        for (uint32_t w = tword + 1; w <= current; w++)
+          marks += popcount64(time_bits[w]);
+      } else {
+        marks += s.marked - word_fenwick_prefix(word_fenwick, tword + 1);
+        word_fenwick_add(word_fenwick, tword + 1, -1);
+      }
+      uint32_t position = WINDOW + marks + 1;
+      bin = (uint32_t)reuse_bin(position);
+      positions[position > (1u << 16) ? MS_SIGNATURE_DEPTHS : bin]++;
+      time_bits[tword] &= ~(1ull << bit); /* unmark */
+      s.marked--;
+    } else {
+      positions[MS_SIGNATURE_DEPTHS]++;
+    }
+    walk_hist(&h, record, word, bin, same_word, wide); /* and the time: far (in the window) */
+    /* The window's last line leaves it with the newest time (time_mark). */
+    uint32_t evicted = s.state[WINDOW - 1], now = ++s.now;
+    uint64_t *old = h.table + ((size_t)evicted << h.record_shift);
+    old[RECORD_TIME] = (old[RECORD_TIME] & ~(uint64_t)UINT32_MAX) | now;
+    time_state[now] = evicted;
+    if ((now & 63) == 0 && now >> 6 >= TREE_LAG) /* word (now >> 6) - TREE_LAG joins */
+      word_fenwick_add(word_fenwick, (now >> 6) - TREE_LAG + 1,
+                       (int32_t)popcount64(time_bits[(now >> 6) - TREE_LAG]));
+    time_bits[now >> 6] |= 1ull << (now & 63);
+    s.marked++;
+    for (uint32_t w = WINDOW - 1; w > 0; w--) {
+      s.line[w] = s.line[w - 1];
+      s.state[w] = s.state[w - 1];
+    }
+    s.line[0] = line;
+    s.state[0] = (uint32_t)at;
+    continue;
+  general:
+    slow++;
+    loop_save(model, &s);
+    rc = reference_slow(model, access, counts);
+    if (rc < 0) break;
+    loop_load(model, &s);
+    h.table = model->table; /* the table may have grown */
+    table_mask = model->table_mask;
   }
+  loop_save(model, &s);
   /* Fold the local counts. */
   uint32_t full = (1u << model->levels) - 1;
   for (uint32_t k = 0; k < WINDOW; k++) {
     counts->references += hits[k];
     counts->positions[window_bin[k]] += hits[k];
   }
-  for (uint32_t bin = 0; bin < 4; bin++) {
+  counts->references += outside;
+  for (uint32_t bin = 0; bin <= MS_SIGNATURE_DEPTHS; bin++)
+    counts->positions[bin] += positions[bin];
+  for (uint32_t bin = 0; bin < MS_SIGNATURE_DEPTHS; bin++) {
     model->trial_hist[bin][model->levels] += same_word[bin];
     model->yes_hist[bin][full] += same_word[bin];
   }
-  model->slow_refs += slow;
+  model->slow_refs += slow + outside;
   return rc;
+}
+
+/* The four variants of add_hist, compiled twice (SLOW_PATH: POPCNT where the CPU has it). */
+static SLOW_PATH int add_whole(ms_signature_model *model, const ms_access *accesses, size_t count,
+                               int prefetch) {
+  if (model->levels == 7)
+    return prefetch ? add_hist(model, accesses, count, 1, 1)
+                    : add_hist(model, accesses, count, 1, 0);
+  return prefetch ? add_hist(model, accesses, count, 0, 1) : add_hist(model, accesses, count, 0, 0);
 }
 
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
@@ -877,11 +972,7 @@ int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
     int prefetch = model->slow_refs * 8 > model->last_count;
     model->slow_refs = 0;
     model->last_count = count;
-    if (model->levels == 7)
-      return prefetch ? add_hist(model, accesses, count, 1, 1)
-                      : add_hist(model, accesses, count, 1, 0);
-    return prefetch ? add_hist(model, accesses, count, 0, 1)
-                    : add_hist(model, accesses, count, 0, 0);
+    return add_whole(model, accesses, count, prefetch);
   }
   return add_accesses(model, accesses, count, 0);
 }
