@@ -153,6 +153,7 @@ struct ms_signature_model {
   uint64_t added;      /* accesses sent through the model (counted) */
   uint64_t given;      /* accesses given to ms_signature_model_add, capped ones included */
   uint64_t slow_refs, last_count; /* the last batch: accesses outside the window, all */
+  int portable;                   /* sig_model_set_portable: never the PEXT variant */
 };
 
 void ms_signature_config_default(ms_signature_config *config) {
@@ -1036,7 +1037,7 @@ int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
     model->slow_refs = 0;
     model->last_count = count;
 #if FAST_VARIANT
-    if (fast_cpu()) return add_whole_fast(model, accesses, count, prefetch);
+    if (!model->portable && fast_cpu()) return add_whole_fast(model, accesses, count, prefetch);
 #endif
     return add_whole(model, accesses, count, prefetch);
   }
@@ -1215,6 +1216,16 @@ double ms_signature_alpha(const ms_signature_bin *bin, int level, int reuse_bin)
 }
 
 const sig_counts *sig_model_counts(const ms_signature_model *model) { return &model->total; }
+
+void sig_model_set_portable(ms_signature_model *model, int portable) { model->portable = portable; }
+
+int sig_model_fast_cpu(void) {
+#if FAST_VARIANT
+  return fast_cpu();
+#else
+  return 0;
+#endif
+}
 
 /* ---- sink ---- */
 
