@@ -25,7 +25,7 @@
  *   2i and 2i+1): nodes visited, and the half chosen on the last visit.
  * - Whole-program counting (the default) does not add to the 2 x levels yes/trials
  *   counters per reference: it counts the walk's outcome (bin, visited nodes, same-half
- *   mask) in two histograms that ms_signature_model_result folds into the counters; a
+ *   mask) in a histogram that ms_signature_model_result folds into the counters; a
  *   reference to the word of the line's previous reference needs no walk at all.
  *   bench_signature (the model alone on an in-memory trace, CPU time; the machine was
  *   loaded, so callgrind counts are given too): matmul 200 459 -> 323 instructions per
@@ -34,26 +34,39 @@
  * - Per-site binning (section 3.3.2): the state above is shared; only the counts go to
  *   the bin of the access's site. With a cap, a site's accesses past the cap are counted
  *   as executions but not sent to the model.
- * - Whole-program loop (add_hist): the model's fields it reads are copied into locals (the
- *   stores to records and histograms, uint64_t like many of the model's fields, made the
- *   compiler reload them at every access); a window hit is a scan of 8 lines (unused
- *   entries hold UINT64_MAX, so no count check), a written-out shift and walk_hist, its
- *   position and same-word walks counted in local histograms folded at the end of the
- *   batch. Everything else (outside the window, accesses spanning lines) goes through the
- *   general reference() in one non-inlined function, compiled twice so that mark counting
- *   uses POPCNT where the CPU has it; the last TREE_LAG = 8 words of times stay out of the
- *   Fenwick tree (matmul's column walk reuses ~300 times back: 5 words, counted directly).
- *   Records are prefetched only when the previous batch left the window for more than 1
- *   access in 8. Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh),
- *   instructions per access before -> after: stream_add 197 -> 128, matmul 312 -> 257,
- *   stencil2d 185 -> 127, gather 196 -> 129, linked_list 208 -> 171; CPU time, interleaved
- *   with the old model on the loaded machine (bench_signature, ns per access): stream_add
- *   26.4 -> 21.3, matmul 32.7 -> 24.6, stencil2d 14.1 -> 12.6, gather 29.7 -> 27.5,
- *   linked_list 28.1 -> 27.2 (gather and linked_list wait on memory). Outputs byte-identical
- *   (the five bench traces, whole program and per site, widths 256/8, 512/4, 4096/4).
+ * - Whole-program loop (add_hist): the model's fields it reads, the window, the time and
+ *   the count of marks are copied into locals for the batch (stores to records and
+ *   histograms, uint64_t like many of the model's fields, made the compiler reload them at
+ *   every access). A window hit is a scan of 8 lines (unused entries hold UINT64_MAX), a
+ *   written-out shift and walk_hist. A reference outside a full window to a known line is
+ *   handled in the loop too: the table, the marks after its time (the TREE_LAG = 8 most
+ *   recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes of one
+ *   local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the
+ *   window's last line gets the newest time. New lines, accesses spanning lines and time
+ *   renumbering go through the general reference() (reference_slow, not inlined). Positions
+ *   and walks are counted in local histograms folded at the end of the batch; a walk is one
+ *   increment of a histogram keyed by 1 << visits | same-half mask. The loop is compiled
+ *   twice (POPCNT where the CPU has it) plus a variant with BMI2 that gathers the walk's
+ *   mask with PEXT, taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose
+ *   PEXT is microcode; the bench machine is a Zen 3, family 25). Records are prefetched
+ *   PREFETCH_AHEAD accesses ahead when the previous batch left the window for more than 1
+ *   access in 8 (even matmul, whose ~300 records fit in L2, is faster with it: 19.5 vs
+ *   21.6 ns per access without, although 11 instructions per access fewer).
+ *   Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh), model
+ *   instructions per access before -> after: stream_add 129 -> 94, matmul 255 -> 192,
+ *   stencil2d 127 -> 94, gather 130 -> 95, linked_list 171 -> 135. CPU time (bench_signature,
+ *   ns per access, interleaved with the old model on the loaded machine, load 3-10,
+ *   two rounds): stream_add 18.7/20.5 -> 12.6/13.0, matmul 26.7/25.0 -> 21.9/21.4, stencil2d
+ *   12.4/14.3 -> 9.6/9.6, gather 33.0/27.9 -> 25.2/22.9, linked_list 28.1/27.4 -> 24.1/27.3.
+ *   Outputs byte-identical (the five bench traces, whole program and per site,
+ *   widths 256/8, 512/4, 4096/4, and two sampled runs); test_loops_agree checks the loop
+ *   with and without PEXT and the general per-site loop against each other.
  *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
- *   instructions) and 16 (no change). Not tried: pext for the walk's mask (slow microcode
- *   on older AMD EPYC, which the bench machine is).
+ *   instructions) and 16 (no change); an AVX2 scan of the window (two 4-lane compares:
+ *   matmul 197 -> 185 instructions per access, but stream_add 13-16 -> 18-20 ns per access:
+ *   the 32-byte loads of the window right after the shift's 8-byte stores cannot be
+ *   forwarded); no prefetch when the last batch's references outside the window were all
+ *   within 2^12 lines (above).
  * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
  *   find the record, set the path's bits and the last word; no stack position, nothing
  *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
@@ -141,7 +154,7 @@ struct ms_signature_model {
    * visited nodes of a path are a prefix: a visited node's ancestors were visited; the mask
    * has bits below `visits` only). One increment per reference instead of two per level
    * (14 read-modify-writes of counters that consecutive references chain through memory),
-   * and one instead of two (visits, mask) since: matmul 223 -> 218 instructions per access. */
+   * and one instead of two (visits, mask) since: matmul 223 -> 221 instructions per access. */
   uint64_t (*walks)[256];
   sig_counts total;   /* whole program when not per site */
   sig_counts discard; /* counts of warm-up references, never reported */
