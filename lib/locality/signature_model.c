@@ -841,7 +841,7 @@ static SLOW_PATH int reference_slow(ms_signature_model *model, const ms_access *
 /* Saves the whole-program loop's copies of the window and the times into the model, before
  * a call to the general path, and reads them back after it (the table may have grown). */
 typedef struct loop_state {
-  uint64_t line[WINDOW];
+  uint64_t line[WINDOW + 1]; /* [WINDOW]: the line looked for, so that the scan always stops */
   uint32_t state[WINDOW];
   uint32_t now, marked, full;
   /* The marks of the TREE_LAG words outside the Fenwick tree, a byte each, from the word
@@ -853,14 +853,14 @@ typedef struct loop_state {
 _Static_assert(TREE_LAG == 8, "loop_state.lag holds 8 words' marks");
 
 static inline void loop_save(ms_signature_model *model, const loop_state *s) {
-  memcpy(model->window_line, s->line, sizeof s->line);
+  memcpy(model->window_line, s->line, sizeof model->window_line);
   memcpy(model->window_state, s->state, sizeof s->state);
   model->now = s->now;
   model->marked = s->marked;
 }
 
 static inline void loop_load(const ms_signature_model *model, loop_state *s) {
-  memcpy(s->line, model->window_line, sizeof s->line);
+  memcpy(s->line, model->window_line, sizeof model->window_line);
   memcpy(s->state, model->window_state, sizeof s->state);
   s->now = model->now;
   s->marked = model->marked;
@@ -917,7 +917,8 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     uint32_t word = (uint32_t)(offset >> word_shift);
     if (offset + access->size > line_mask + 1) goto general; /* spans lines (size 0: never) */
     uint32_t k = 0;
-    while (k < WINDOW && s.line[k] != line) /* unused entries hold UINT64_MAX */
+    s.line[WINDOW] = line; /* unused entries hold UINT64_MAX */
+    while (s.line[k] != line)
       k++;
     if (k < WINDOW) {
       uint32_t state = s.state[k];
