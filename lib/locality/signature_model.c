@@ -766,6 +766,25 @@ typedef struct hot_fields {
  * reference only counts in same_word[bin] (folded at the end of the batch). */
 #if FAST_VARIANT
 static inline FAST_TARGET uint64_t pext64(uint64_t x, uint64_t mask) { return _pext_u64(x, mask); }
+
+/* walk_hist's walk for 7 levels in the PEXT variant: both words of the tree at once in SSE2
+ * registers (visited [0..1], choice [2..3]); returns the walk's histogram key. */
+static inline FAST_TARGET uint32_t walk_key_wide(uint64_t *tree, const uint64_t *path) {
+  __m128i visited = _mm_loadu_si128((const __m128i *)tree);
+  __m128i choice = _mm_loadu_si128((const __m128i *)(tree + 2));
+  __m128i nodes = _mm_loadu_si128((const __m128i *)path);
+  __m128i halves = _mm_loadu_si128((const __m128i *)(path + 2));
+  __m128i seen = _mm_and_si128(visited, nodes);
+  __m128i same = _mm_andnot_si128(_mm_xor_si128(choice, halves), seen);
+  _mm_storeu_si128((__m128i *)tree, _mm_or_si128(visited, nodes));
+  _mm_storeu_si128((__m128i *)(tree + 2), _mm_or_si128(_mm_andnot_si128(nodes, choice), halves));
+  uint64_t seen_lo = (uint64_t)_mm_cvtsi128_si64(seen), same_lo = (uint64_t)_mm_cvtsi128_si64(same);
+  uint64_t seen_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(seen, seen));
+  uint64_t same_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(same, same));
+  uint32_t seen_bits = (uint32_t)pext64(seen_lo, path[0]) | (uint32_t)(seen_hi != 0) << 6;
+  uint32_t same_bits = (uint32_t)pext64(same_lo, path[0]) | (uint32_t)(same_hi != 0) << 6;
+  return (seen_bits + 1) | same_bits; /* nothing visited: 1, never folded */
+}
 #endif
 
 static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h, uint64_t *record,
@@ -782,6 +801,12 @@ static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h,
     return;
   }
   const uint64_t *path = h->paths[word];
+#if FAST_VARIANT
+  if (fast && wide) {
+    h->walks[bin][walk_key_wide(visited, path)]++;
+    return;
+  }
+#endif
   uint64_t visited_lo = visited[0], choice_lo = choice[0];
   uint64_t seen_lo = visited_lo & path[0];
 #if FAST_VARIANT
