@@ -37,27 +37,27 @@
  * - Whole-program loop (add_hist): the model's fields it reads, the window, the time and
  *   the count of marks are copied into locals for the batch (stores to records and
  *   histograms, uint64_t like many of the model's fields, made the compiler reload them at
- *   every access). A window hit is a scan of 8 lines (unused entries hold UINT64_MAX), a
- *   written-out shift and walk_hist. A reference outside a full window to a known line is
- *   handled in the loop too: the table, the marks after its time (the TREE_LAG = 8 most
- *   recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes of one
- *   local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the
- *   window's last line gets the newest time. New lines, accesses spanning lines and time
- *   renumbering go through the general reference() (reference_slow, not inlined). Positions
- *   and walks are counted in local histograms folded at the end of the batch; a walk is one
- *   increment of a histogram keyed by 1 << visits | same-half mask. The loop is compiled
- *   twice (POPCNT where the CPU has it) plus a variant with BMI2 that gathers the walk's
- *   mask with PEXT, taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose
- *   PEXT is microcode; the bench machine is a Zen 3, family 25). Records are prefetched
+ *   every access). A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the
+ *   line itself after them ends the scan), a written-out shift and walk_hist. A reference outside a
+ * full window to a known line is handled in the loop too: the table, the marks after its time (the
+ * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
+ * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
+ * last line gets the newest time. New lines, accesses spanning lines and time renumbering go
+ * through the general reference() (reference_slow, not inlined). Positions and walks are counted in
+ * local histograms folded at the end of the batch; a walk is one increment of a histogram keyed by
+ * 1 << visits | same-half mask. The loop is compiled twice (POPCNT where the CPU has it) plus a
+ * variant with BMI2 that gathers the walk's mask with PEXT and walks a 7-level tree's two words at
+ * once in SSE2 registers, taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose
+ * PEXT is microcode; the bench machine is a Zen 3, family 25). Records are prefetched
  *   PREFETCH_AHEAD accesses ahead when the previous batch left the window for more than 1
  *   access in 8 (even matmul, whose ~300 records fit in L2, is faster with it: 19.5 vs
  *   21.6 ns per access without, although 11 instructions per access fewer).
  *   Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh), model
- *   instructions per access before -> after: stream_add 129 -> 94, matmul 255 -> 192,
- *   stencil2d 127 -> 94, gather 130 -> 95, linked_list 171 -> 135. CPU time (bench_signature,
- *   ns per access, interleaved with the old model on the loaded machine, load 3-10,
- *   two rounds): stream_add 18.7/20.5 -> 12.6/13.0, matmul 26.7/25.0 -> 21.9/21.4, stencil2d
- *   12.4/14.3 -> 9.6/9.6, gather 33.0/27.9 -> 25.2/22.9, linked_list 28.1/27.4 -> 24.1/27.3.
+ *   instructions per access before -> after: stream_add 129 -> 96, matmul 255 -> 178,
+ *   stencil2d 127 -> 93, gather 130 -> 95, linked_list 171 -> 129. CPU time (bench_signature,
+ *   ns per access, interleaved with the old model on the loaded machine, load ~3, two
+ *   rounds): stream_add 17.6/18.9 -> 14.1/14.3, matmul 27.2/26.1 -> 19.6/21.3, stencil2d
+ *   14.2/15.9 -> 10.5/10.9, gather 30.6/32.3 -> 27.4/25.2, linked_list 30.3/31.7 -> 25.3/24.8.
  *   Outputs byte-identical (the five bench traces, whole program and per site,
  *   widths 256/8, 512/4, 4096/4, and two sampled runs); test_loops_agree checks the loop
  *   with and without PEXT and the general per-site loop against each other.
@@ -66,7 +66,11 @@
  *   matmul 197 -> 185 instructions per access, but stream_add 13-16 -> 18-20 ns per access:
  *   the 32-byte loads of the window right after the shift's 8-byte stores cannot be
  *   forwarded); no prefetch when the last batch's references outside the window were all
- *   within 2^12 lines (above).
+ *   within 2^12 lines (above); memmove for the shift of a miss (a call: 192 -> 195).
+ *   The live path (`memsnap signature -- PROG`) hands the capture's batches of 4096 straight
+ *   to ms_signature_model_add (no copy, conversion or allocation per batch besides the
+ *   capture's own copy out of its shared slot). perf of matmul 300 live, before this round:
+ *   the model 56% of the samples of both processes, the capture's parsing 4%.
  * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
  *   find the record, set the path's bits and the last word; no stack position, nothing
  *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
