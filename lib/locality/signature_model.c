@@ -870,8 +870,11 @@ static SLOW_PATH int reference_slow(ms_signature_model *model, const ms_access *
 /* Saves the whole-program loop's copies of the window and the times into the model, before
  * a call to the general path, and reads them back after it (the table may have grown). */
 typedef struct loop_state {
-  uint64_t line[WINDOW + 1]; /* [WINDOW]: the line looked for, so that the scan always stops */
-  uint32_t state[WINDOW];
+  /* The window, line and record together (a shift moves 16 bytes at once); [WINDOW].line:
+   * the line looked for, so that the scan always stops. */
+  struct {
+    uint64_t line, state;
+  } w[WINDOW + 1];
   uint32_t now, marked, full;
   /* The marks of the TREE_LAG words outside the Fenwick tree, a byte each, from the word
    * now / 64 - 7 (byte 0) to the current one (byte 7): counting the marks after a recent
@@ -882,15 +885,19 @@ typedef struct loop_state {
 _Static_assert(TREE_LAG == 8, "loop_state.lag holds 8 words' marks");
 
 static inline void loop_save(ms_signature_model *model, const loop_state *s) {
-  memcpy(model->window_line, s->line, sizeof model->window_line);
-  memcpy(model->window_state, s->state, sizeof s->state);
+  for (uint32_t k = 0; k < WINDOW; k++) {
+    model->window_line[k] = s->w[k].line;
+    model->window_state[k] = (uint32_t)s->w[k].state;
+  }
   model->now = s->now;
   model->marked = s->marked;
 }
 
 static inline void loop_load(const ms_signature_model *model, loop_state *s) {
-  memcpy(s->line, model->window_line, sizeof model->window_line);
-  memcpy(s->state, model->window_state, sizeof s->state);
+  for (uint32_t k = 0; k < WINDOW; k++) {
+    s->w[k].line = model->window_line[k];
+    s->w[k].state = model->window_state[k];
+  }
   s->now = model->now;
   s->marked = model->marked;
   s->full = model->window_count == WINDOW;
@@ -946,22 +953,22 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     uint32_t word = (uint32_t)(offset >> word_shift);
     if (offset + access->size > line_mask + 1) goto general; /* spans lines (size 0: never) */
     uint32_t k = 0;
-    s.line[WINDOW] = line; /* unused entries hold UINT64_MAX */
-    while (s.line[k] != line)
+    s.w[WINDOW].line = line; /* unused entries hold UINT64_MAX */
+    while (s.w[k].line != line)
       k++;
     if (k < WINDOW) {
-      uint32_t state = s.state[k];
+      uint32_t state = (uint32_t)s.w[k].state;
       hits[k]++;
-      switch (k) { /* move to front (a loop became a memmove call: 6% on stream_add) */
-      case 7: s.line[7] = s.line[6], s.state[7] = s.state[6]; /* fall through */
-      case 6: s.line[6] = s.line[5], s.state[6] = s.state[5]; /* fall through */
-      case 5: s.line[5] = s.line[4], s.state[5] = s.state[4]; /* fall through */
-      case 4: s.line[4] = s.line[3], s.state[4] = s.state[3]; /* fall through */
-      case 3: s.line[3] = s.line[2], s.state[3] = s.state[2]; /* fall through */
-      case 2: s.line[2] = s.line[1], s.state[2] = s.state[1]; /* fall through */
+      switch (k) {             /* move to front (a loop became a memmove call: 6% on stream_add) */
+      case 7: s.w[7] = s.w[6]; /* fall through */
+      case 6: s.w[6] = s.w[5]; /* fall through */
+      case 5: s.w[5] = s.w[4]; /* fall through */
+      case 4: s.w[4] = s.w[3]; /* fall through */
+      case 3: s.w[3] = s.w[2]; /* fall through */
+      case 2: s.w[2] = s.w[1]; /* fall through */
       case 1:
-        s.line[1] = s.line[0], s.state[1] = s.state[0];
-        s.line[0] = line, s.state[0] = state;
+        s.w[1] = s.w[0];
+        s.w[0].line = line, s.w[0].state = state;
         break;
       default: break;
       }
@@ -1001,7 +1008,7 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     }
     walk_hist(&h, record, word, bin, same_word, wide, fast); /* and the time: far (in the window) */
     /* The window's last line leaves it with the newest time (time_mark). */
-    uint32_t evicted = s.state[WINDOW - 1], now = ++s.now;
+    uint32_t evicted = (uint32_t)s.w[WINDOW - 1].state, now = ++s.now;
     uint64_t *old = h.table + ((size_t)evicted << h.record_shift);
     old[RECORD_TIME] = (old[RECORD_TIME] & ~(uint64_t)UINT32_MAX) | now;
     time_state[now] = evicted;
@@ -1014,11 +1021,10 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     time_bits[now >> 6] |= 1ull << (now & 63);
     s.marked++;
     for (uint32_t w = WINDOW - 1; w > 0; w--) {
-      s.line[w] = s.line[w - 1];
-      s.state[w] = s.state[w - 1];
+      s.w[w] = s.w[w - 1];
     }
-    s.line[0] = line;
-    s.state[0] = (uint32_t)at;
+    s.w[0].line = line;
+    s.w[0].state = at;
     continue;
   general:
     slow++;
