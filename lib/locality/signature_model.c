@@ -37,8 +37,9 @@
  * - Whole-program loop (add_hist): the model's fields it reads, the window, the time and
  *   the count of marks are copied into locals for the batch (stores to records and
  *   histograms, uint64_t like many of the model's fields, made the compiler reload them at
- *   every access). A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the
- *   line itself after them ends the scan), a written-out shift and walk_hist. A reference outside a
+ *   every access). The window is kept as 16-byte (line, record) pairs, shifted a pair at a
+ *   time. A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the line itself
+ *   after them ends the scan), a written-out shift and walk_hist. A reference outside a
  * full window to a known line is handled in the loop too: the table, the marks after its time (the
  * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
  * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
@@ -53,8 +54,8 @@
  *   access in 8 (even matmul, whose ~300 records fit in L2, is faster with it: 19.5 vs
  *   21.6 ns per access without, although 11 instructions per access fewer).
  *   Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh), model
- *   instructions per access before -> after: stream_add 129 -> 96, matmul 255 -> 178,
- *   stencil2d 127 -> 93, gather 130 -> 95, linked_list 171 -> 129. CPU time (bench_signature,
+ *   instructions per access before -> after: stream_add 129 -> 96, matmul 255 -> 164,
+ *   stencil2d 127 -> 89, gather 130 -> 95, linked_list 171 -> 122. CPU time (bench_signature,
  *   ns per access, interleaved with the old model on the loaded machine, load ~3, two
  *   rounds): stream_add 17.6/18.9 -> 14.1/14.3, matmul 27.2/26.1 -> 19.6/21.3, stencil2d
  *   14.2/15.9 -> 10.5/10.9, gather 30.6/32.3 -> 27.4/25.2, linked_list 30.3/31.7 -> 25.3/24.8.
