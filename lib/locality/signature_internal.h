@@ -22,4 +22,9 @@ typedef struct sig_counts {
  * histograms until ms_signature_model_result folds them in. */
 const sig_counts *sig_model_counts(const ms_signature_model *model);
 
+/* For tests: with portable set, the whole-program loop never takes its PEXT variant (taken
+ * where sig_model_fast_cpu() says the CPU has it), so both variants can be compared. */
+void sig_model_set_portable(ms_signature_model *model, int portable);
+int sig_model_fast_cpu(void);
+
 #endif

@@ -25,7 +25,7 @@
  *   2i and 2i+1): nodes visited, and the half chosen on the last visit.
  * - Whole-program counting (the default) does not add to the 2 x levels yes/trials
  *   counters per reference: it counts the walk's outcome (bin, visited nodes, same-half
- *   mask) in two histograms that ms_signature_model_result folds into the counters; a
+ *   mask) in a histogram that ms_signature_model_result folds into the counters; a
  *   reference to the word of the line's previous reference needs no walk at all.
  *   bench_signature (the model alone on an in-memory trace, CPU time; the machine was
  *   loaded, so callgrind counts are given too): matmul 200 459 -> 323 instructions per
@@ -34,26 +34,45 @@
  * - Per-site binning (section 3.3.2): the state above is shared; only the counts go to
  *   the bin of the access's site. With a cap, a site's accesses past the cap are counted
  *   as executions but not sent to the model.
- * - Whole-program loop (add_hist): the model's fields it reads are copied into locals (the
- *   stores to records and histograms, uint64_t like many of the model's fields, made the
- *   compiler reload them at every access); a window hit is a scan of 8 lines (unused
- *   entries hold UINT64_MAX, so no count check), a written-out shift and walk_hist, its
- *   position and same-word walks counted in local histograms folded at the end of the
- *   batch. Everything else (outside the window, accesses spanning lines) goes through the
- *   general reference() in one non-inlined function, compiled twice so that mark counting
- *   uses POPCNT where the CPU has it; the last TREE_LAG = 8 words of times stay out of the
- *   Fenwick tree (matmul's column walk reuses ~300 times back: 5 words, counted directly).
- *   Records are prefetched only when the previous batch left the window for more than 1
- *   access in 8. Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh),
- *   instructions per access before -> after: stream_add 197 -> 128, matmul 312 -> 257,
- *   stencil2d 185 -> 127, gather 196 -> 129, linked_list 208 -> 171; CPU time, interleaved
- *   with the old model on the loaded machine (bench_signature, ns per access): stream_add
- *   26.4 -> 21.3, matmul 32.7 -> 24.6, stencil2d 14.1 -> 12.6, gather 29.7 -> 27.5,
- *   linked_list 28.1 -> 27.2 (gather and linked_list wait on memory). Outputs byte-identical
- *   (the five bench traces, whole program and per site, widths 256/8, 512/4, 4096/4).
+ * - Whole-program loop (add_hist): the model's fields it reads, the window, the time and
+ *   the count of marks are copied into locals for the batch (stores to records and
+ *   histograms, uint64_t like many of the model's fields, made the compiler reload them at
+ *   every access). The window is kept as 16-byte (line, record) pairs, shifted a pair at a
+ *   time. A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the line itself
+ *   after them ends the scan), a written-out shift and walk_hist. A reference outside a
+ * full window to a known line is handled in the loop too: the table, the marks after its time (the
+ * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
+ * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
+ * last line gets the newest time. New lines, accesses spanning lines and time renumbering go
+ * through the general reference() (reference_slow, not inlined). Positions and walks are counted in
+ * local histograms folded at the end of the batch; a walk is one increment of a histogram keyed by
+ * 1 << visits | same-half mask. The loop is compiled twice (POPCNT where the CPU has it) plus a
+ * variant with BMI2 that gathers the walk's mask with PEXT and walks a 7-level tree's two words at
+ * once in SSE2 registers, taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose
+ * PEXT is microcode; the bench machine is a Zen 3, family 25). Records are prefetched
+ *   PREFETCH_AHEAD accesses ahead when the previous batch left the window for more than 1
+ *   access in 8 (even matmul, whose ~300 records fit in L2, is faster with it: 19.5 vs
+ *   21.6 ns per access without, although 11 instructions per access fewer).
+ *   Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh), model
+ *   instructions per access before -> after: stream_add 129 -> 96, matmul 255 -> 164,
+ *   stencil2d 127 -> 89, gather 130 -> 95, linked_list 171 -> 122. CPU time (bench_signature,
+ *   ns per access, interleaved with the old model on the loaded machine, load ~3, two
+ *   rounds): stream_add 17.6/18.9 -> 14.1/14.3, matmul 27.2/26.1 -> 19.6/21.3, stencil2d
+ *   14.2/15.9 -> 10.5/10.9, gather 30.6/32.3 -> 27.4/25.2, linked_list 30.3/31.7 -> 25.3/24.8
+ *   (before the paired window, neutral in CPU time: matmul 20.6/20.4 -> 19.9/20.2).
+ *   Outputs byte-identical (the five bench traces, whole program and per site,
+ *   widths 256/8, 512/4, 4096/4, and two sampled runs); test_loops_agree checks the loop
+ *   with and without PEXT and the general per-site loop against each other.
  *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
- *   instructions) and 16 (no change). Not tried: pext for the walk's mask (slow microcode
- *   on older AMD EPYC, which the bench machine is).
+ *   instructions) and 16 (no change); an AVX2 scan of the window (two 4-lane compares:
+ *   matmul 197 -> 185 instructions per access, but stream_add 13-16 -> 18-20 ns per access:
+ *   the 32-byte loads of the window right after the shift's 8-byte stores cannot be
+ *   forwarded); no prefetch when the last batch's references outside the window were all
+ *   within 2^12 lines (above); memmove for the shift of a miss (a call: 192 -> 195).
+ *   The live path (`memsnap signature -- PROG`) hands the capture's batches of 4096 straight
+ *   to ms_signature_model_add (no copy, conversion or allocation per batch besides the
+ *   capture's own copy out of its shared slot). perf of matmul 300 live, before this round:
+ *   the model 56% of the samples of both processes, the capture's parsing 4%.
  * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
  *   find the record, set the path's bits and the last word; no stack position, nothing
  *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
@@ -65,6 +84,20 @@
 #include "memsnap/error.h"
 #include "memsnap/signature.h"
 #include "signature_internal.h"
+
+/* The whole-program loop has a variant for x86-64 CPUs with BMI2 and POPCNT (chosen per batch
+ * with __builtin_cpu_supports) where a walk's outcome is gathered with PEXT; not on AMD Zen 1
+ * and 2, whose PEXT is microcode. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target)
+#define FAST_VARIANT 1
+#include <immintrin.h>
+#define FAST_TARGET __attribute__((target("bmi2,popcnt")))
+#endif
+#endif
+#ifndef FAST_VARIANT
+#define FAST_VARIANT 0
+#endif
 
 #define TIME_SLOTS (1u << 18) /* times 1..TIME_SLOTS-1; rebuilt when exhausted */
 #define TIME_WORDS (TIME_SLOTS / 64)
@@ -123,12 +156,12 @@ struct ms_signature_model {
   uint32_t window_count;
 
   /* Whole-program walk outcomes (levels <= 7, not per site), folded into the yes/trials
-   * counts when a result is asked for: [bin][same-half mask along the path] and
-   * [bin][visited nodes on the path] (a prefix: a visited node's ancestors were visited).
-   * Two increments per reference instead of two per level (14 read-modify-writes of
-   * counters that consecutive references chain through memory). */
-  uint64_t (*yes_hist)[128];
-  uint64_t (*trial_hist)[8];
+   * counts when a result is asked for: [bin][1 << visits | same-half mask by depth] (the
+   * visited nodes of a path are a prefix: a visited node's ancestors were visited; the mask
+   * has bits below `visits` only). One increment per reference instead of two per level
+   * (14 read-modify-writes of counters that consecutive references chain through memory),
+   * and one instead of two (visits, mask) since: matmul 223 -> 221 instructions per access. */
+  uint64_t (*walks)[256];
   sig_counts total;   /* whole program when not per site */
   sig_counts discard; /* counts of warm-up references, never reported */
   int warming;
@@ -139,6 +172,7 @@ struct ms_signature_model {
   uint64_t added;      /* accesses sent through the model (counted) */
   uint64_t given;      /* accesses given to ms_signature_model_add, capped ones included */
   uint64_t slow_refs, last_count; /* the last batch: accesses outside the window, all */
+  int portable;                   /* sig_model_set_portable: never the PEXT variant */
 };
 
 void ms_signature_config_default(ms_signature_config *config) {
@@ -208,9 +242,8 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
         model->paths[word][node >> 6] |= 1ull << (node & 63);
         model->paths[word][2 + (node >> 6)] |= half << (node & 63);
       }
-    model->yes_hist = calloc(MS_SIGNATURE_DEPTHS, sizeof *model->yes_hist);
-    model->trial_hist = calloc(MS_SIGNATURE_DEPTHS, sizeof *model->trial_hist);
-    if (!model->yes_hist || !model->trial_hist) {
+    model->walks = calloc(MS_SIGNATURE_DEPTHS, sizeof *model->walks);
+    if (!model->walks) {
       ms_signature_model_free(model);
       return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
     }
@@ -235,8 +268,7 @@ void ms_signature_model_free(ms_signature_model *model) {
   if (!model) return;
   free(model->table);
   free(model->paths);
-  free(model->yes_hist);
-  free(model->trial_hist);
+  free(model->walks);
   free(model->time_bits);
   free(model->word_fenwick);
   free(model->time_state);
@@ -533,8 +565,7 @@ static inline __attribute__((always_inline)) void walk_tree(ms_signature_model *
     /* The same word as the line's last reference: every node of the path was visited, last
      * by that reference, which went the same way; the tree stays as it is. */
     if (last == word + 1u) {
-      model->trial_hist[bin][model->levels]++;
-      model->yes_hist[bin][(1u << model->levels) - 1]++;
+      model->walks[bin][(2u << model->levels) - 1]++;
       return;
     }
     const uint64_t *path = model->paths[word];
@@ -551,8 +582,7 @@ static inline __attribute__((always_inline)) void walk_tree(ms_signature_model *
       uint64_t same_lo = seen_lo & ~(choice[0] ^ path[2]);
       uint32_t mask = segment_bits(same_lo);
       if (wide) mask |= (uint32_t)((seen_hi & ~(choice[1] ^ path[3])) != 0) << 6;
-      model->trial_hist[bin][visits]++;
-      model->yes_hist[bin][mask]++;
+      model->walks[bin][1u << visits | mask]++;
     }
     visited[0] |= path[0];
     choice[0] = (choice[0] & ~path[0]) | path[2];
@@ -732,8 +762,7 @@ add_accesses(ms_signature_model *model, const ms_access *accesses, size_t count,
  * reload them at every access. */
 typedef struct hot_fields {
   const uint64_t (*paths)[4];
-  uint64_t (*yes_hist)[128];
-  uint64_t (*trial_hist)[8];
+  uint64_t (*walks)[256];
   uint64_t *table;
   unsigned record_shift;
 } hot_fields;
@@ -741,21 +770,64 @@ typedef struct hot_fields {
 /* walk_tree for the whole-program histograms, on the copied fields; `wide`: 7 levels (the
  * deepest nodes in the tree's second word). A reference to the word of the line's last
  * reference only counts in same_word[bin] (folded at the end of the batch). */
+#if FAST_VARIANT
+static inline FAST_TARGET uint64_t pext64(uint64_t x, uint64_t mask) { return _pext_u64(x, mask); }
+
+/* walk_hist's walk for 7 levels in the PEXT variant: both words of the tree at once in SSE2
+ * registers (visited [0..1], choice [2..3]); returns the walk's histogram key. */
+static inline FAST_TARGET uint32_t walk_key_wide(uint64_t *tree, const uint64_t *path) {
+  __m128i visited = _mm_loadu_si128((const __m128i *)tree);
+  __m128i choice = _mm_loadu_si128((const __m128i *)(tree + 2));
+  __m128i nodes = _mm_loadu_si128((const __m128i *)path);
+  __m128i halves = _mm_loadu_si128((const __m128i *)(path + 2));
+  __m128i seen = _mm_and_si128(visited, nodes);
+  __m128i same = _mm_andnot_si128(_mm_xor_si128(choice, halves), seen);
+  _mm_storeu_si128((__m128i *)tree, _mm_or_si128(visited, nodes));
+  _mm_storeu_si128((__m128i *)(tree + 2), _mm_or_si128(_mm_andnot_si128(nodes, choice), halves));
+  uint64_t seen_lo = (uint64_t)_mm_cvtsi128_si64(seen), same_lo = (uint64_t)_mm_cvtsi128_si64(same);
+  uint64_t seen_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(seen, seen));
+  uint64_t same_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(same, same));
+  uint32_t seen_bits = (uint32_t)pext64(seen_lo, path[0]) | (uint32_t)(seen_hi != 0) << 6;
+  uint32_t same_bits = (uint32_t)pext64(same_lo, path[0]) | (uint32_t)(same_hi != 0) << 6;
+  return (seen_bits + 1) | same_bits; /* nothing visited: 1, never folded */
+}
+#endif
+
 static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h, uint64_t *record,
                                                             uint32_t word, uint32_t bin,
-                                                            uint64_t *same_word, const int wide) {
+                                                            uint64_t *same_word, const int wide,
+                                                            const int fast) {
+  (void)fast;
   uint64_t *visited = record + RECORD_TREE;
   uint64_t *choice = visited + (wide ? 2 : 1);
   uint64_t time = record[RECORD_TIME];
-  record[RECORD_TIME] = (time & UINT32_MAX) | (uint64_t)(word + 1) << 32;
+  record[RECORD_TIME] = (uint64_t)(word + 1) << 32; /* time: far (the line is in the window) */
   if ((time >> 32) == word + 1u) {
     same_word[bin]++;
     return;
   }
   const uint64_t *path = h->paths[word];
+#if FAST_VARIANT
+  if (fast && wide) {
+    h->walks[bin][walk_key_wide(visited, path)]++;
+    return;
+  }
+#endif
   uint64_t visited_lo = visited[0], choice_lo = choice[0];
   uint64_t seen_lo = visited_lo & path[0];
-  if (seen_lo) { /* as in walk_tree */
+#if FAST_VARIANT
+  if (fast) { /* the path's bits by depth: 2^visits - 1 and the same-half mask */
+    uint32_t seen = (uint32_t)pext64(seen_lo, path[0]);
+    uint32_t same = (uint32_t)pext64(seen_lo & ~(choice_lo ^ path[2]), path[0]);
+    if (wide) {
+      uint64_t seen_hi = visited[1] & path[1];
+      seen |= (uint32_t)(seen_hi != 0) << 6;
+      same |= (uint32_t)((seen_hi & ~(choice[1] ^ path[3])) != 0) << 6;
+    }
+    h->walks[bin][(seen + 1) | same]++; /* nothing visited: [1], never folded */
+  } else
+#endif
+      if (seen_lo) { /* as in walk_tree */
     uint32_t deepest = 63u - (uint32_t)__builtin_clzll(seen_lo);
     uint32_t mask = segment_bits(seen_lo & ~(choice_lo ^ path[2])), visits;
     if (wide) {
@@ -765,8 +837,7 @@ static inline __attribute__((always_inline)) void walk_hist(const hot_fields *h,
     } else {
       visits = 32u - (uint32_t)__builtin_clz(deepest);
     }
-    h->trial_hist[bin][visits]++;
-    h->yes_hist[bin][mask]++;
+    h->walks[bin][1u << visits | mask]++;
   }
   visited[0] = visited_lo | path[0];
   choice[0] = (choice_lo & ~path[0]) | path[2];
@@ -798,24 +869,77 @@ static SLOW_PATH int reference_slow(ms_signature_model *model, const ms_access *
   return MS_OK;
 }
 
+/* Saves the whole-program loop's copies of the window and the times into the model, before
+ * a call to the general path, and reads them back after it (the table may have grown). */
+typedef struct loop_state {
+  /* The window, line and record together (a shift moves 16 bytes at once); [WINDOW].line:
+   * the line looked for, so that the scan always stops. */
+  struct {
+    uint64_t line, state;
+  } w[WINDOW + 1];
+  uint32_t now, marked, full;
+  /* The marks of the TREE_LAG words outside the Fenwick tree, a byte each, from the word
+   * now / 64 - 7 (byte 0) to the current one (byte 7): counting the marks after a recent
+   * time is a shift and a sum of bytes instead of a popcount per word (matmul's column walk
+   * reuses ~300 times back, 5 words: 58 -> ~20 instructions per reference). */
+  uint64_t lag;
+} loop_state;
+_Static_assert(TREE_LAG == 8, "loop_state.lag holds 8 words' marks");
+
+static inline void loop_save(ms_signature_model *model, const loop_state *s) {
+  for (uint32_t k = 0; k < WINDOW; k++) {
+    model->window_line[k] = s->w[k].line;
+    model->window_state[k] = (uint32_t)s->w[k].state;
+  }
+  model->now = s->now;
+  model->marked = s->marked;
+}
+
+static inline void loop_load(const ms_signature_model *model, loop_state *s) {
+  for (uint32_t k = 0; k < WINDOW; k++) {
+    s->w[k].line = model->window_line[k];
+    s->w[k].state = model->window_state[k];
+  }
+  s->now = model->now;
+  s->marked = model->marked;
+  s->full = model->window_count == WINDOW;
+  s->lag = 0;
+  for (uint32_t i = 0, current = model->now >> 6; i < TREE_LAG; i++)
+    if (current + i >= TREE_LAG - 1)
+      s->lag |= (uint64_t)popcount64(model->time_bits[current + i - (TREE_LAG - 1)]) << 8 * i;
+}
+
+/* The sum of the bytes of x (each <= 64). */
+static inline uint32_t byte_sum(uint64_t x) {
+  x = (x & 0x00ff00ff00ff00ffull) + (x >> 8 & 0x00ff00ff00ff00ffull);
+  return (uint32_t)((x * 0x0001000100010001ull) >> 48);
+}
+
 /* ms_signature_model_add for the whole program with levels <= 7 (`wide`: 7). A reference
  * to a line of the window costs a scan of 8 lines, a shift, and walk_hist; its position is
- * counted in a local histogram. `prefetch`: see PREFETCH_AHEAD. */
+ * counted in a local histogram. A reference to a line outside a full window that is not new
+ * (no rebuild of the times due) is handled here too, on local copies of the window and the
+ * times: the line table, the marks after its time, walk_hist, the window's last line gets
+ * the newest time. Everything else goes through reference_slow. `prefetch`: see
+ * PREFETCH_AHEAD. Compiled twice (SLOW_PATH) for POPCNT. */
 static inline __attribute__((always_inline)) int add_hist(ms_signature_model *model,
                                                           const ms_access *accesses, size_t count,
-                                                          const int wide, const int prefetch) {
+                                                          const int wide, const int prefetch,
+                                                          const int fast) {
   static const uint8_t window_bin[WINDOW] = {0, 1, 2, 2, 3, 3, 3, 3}; /* reuse_bin(k + 1) */
   unsigned line_shift = model->line_shift, word_shift = model->word_shift;
   uint64_t line_mask = ((uint64_t)1 << line_shift) - 1;
   sig_counts *counts = &model->total;
-  hot_fields h = {(const uint64_t(*)[4])model->paths, model->yes_hist, model->trial_hist,
-                  model->table, 0};
+  hot_fields h = {(const uint64_t(*)[4])model->paths, model->walks, model->table, 0};
   while (((size_t)1 << h.record_shift) < model->record_words)
     h.record_shift++;
   size_t table_mask = model->table_mask;
-  uint64_t hits[WINDOW] = {0}, same_word[4] = {0}, slow = 0;
-  uint64_t *window_line = model->window_line;
-  uint32_t *window_state = model->window_state;
+  uint64_t *time_bits = model->time_bits;
+  uint32_t *time_state = model->time_state, *word_fenwick = model->word_fenwick;
+  uint64_t hits[WINDOW] = {0}, same_word[MS_SIGNATURE_DEPTHS] = {0}, slow = 0, outside = 0;
+  uint64_t positions[MS_SIGNATURE_DEPTHS + 1] = {0};
+  loop_state s;
+  loop_load(model, &s);
   int rc = MS_OK;
   model->given += count;
   counts->modeled += count;
@@ -828,60 +952,145 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     }
     uint64_t address = access->address, line = address >> line_shift;
     uint64_t offset = address & line_mask;
+    uint32_t word = (uint32_t)(offset >> word_shift);
+    if (offset + access->size > line_mask + 1) goto general; /* spans lines (size 0: never) */
     uint32_t k = 0;
-    while (k < WINDOW && window_line[k] != line) /* unused entries hold UINT64_MAX */
+    s.w[WINDOW].line = line; /* unused entries hold UINT64_MAX */
+    while (s.w[k].line != line)
       k++;
-    if (k == WINDOW || (access->size > 1 && offset + access->size - 1 > line_mask)) {
-      slow++;
-      rc = reference_slow(model, access, counts);
-      if (rc < 0) break;
-      h.table = model->table; /* the table may have grown */
-      table_mask = model->table_mask;
+    if (k < WINDOW) {
+      uint32_t state = (uint32_t)s.w[k].state;
+      hits[k]++;
+      switch (k) {             /* move to front (a loop became a memmove call: 6% on stream_add) */
+      case 7: s.w[7] = s.w[6]; /* fall through */
+      case 6: s.w[6] = s.w[5]; /* fall through */
+      case 5: s.w[5] = s.w[4]; /* fall through */
+      case 4: s.w[4] = s.w[3]; /* fall through */
+      case 3: s.w[3] = s.w[2]; /* fall through */
+      case 2: s.w[2] = s.w[1]; /* fall through */
+      case 1:
+        s.w[1] = s.w[0];
+        s.w[0].line = line, s.w[0].state = state;
+        break;
+      default: break;
+      }
+      walk_hist(&h, h.table + ((size_t)state << h.record_shift), word, window_bin[k], same_word,
+                wide, fast);
       continue;
     }
-    uint32_t state = window_state[k];
-    hits[k]++;
-    switch (k) { /* move to front (a loop became a memmove call: 6% on stream_add) */
-    case 7: window_line[7] = window_line[6], window_state[7] = window_state[6]; /* fall through */
-    case 6: window_line[6] = window_line[5], window_state[6] = window_state[5]; /* fall through */
-    case 5: window_line[5] = window_line[4], window_state[5] = window_state[4]; /* fall through */
-    case 4: window_line[4] = window_line[3], window_state[4] = window_state[3]; /* fall through */
-    case 3: window_line[3] = window_line[2], window_state[3] = window_state[2]; /* fall through */
-    case 2: window_line[2] = window_line[1], window_state[2] = window_state[1]; /* fall through */
-    case 1:
-      window_line[1] = window_line[0], window_state[1] = window_state[0];
-      window_line[0] = line, window_state[0] = state;
-      break;
-    default: break;
+    if (!s.full || s.now == TIME_SLOTS - 1) goto general;
+    /* Outside the window: the line's record, if it has one (a new line: the general path). */
+    uint64_t key = line + 1, *record;
+    size_t at = hash_line(key) & table_mask;
+    while ((record = h.table + (at << h.record_shift))[RECORD_KEY] != key) {
+      if (!record[RECORD_KEY]) goto general;
+      at = (at + 1) & table_mask;
     }
-    walk_hist(&h, h.table + ((size_t)state << h.record_shift), (uint32_t)(offset >> word_shift),
-              window_bin[k], same_word, wide);
+    uint32_t time = (uint32_t)record[RECORD_TIME], bin = MS_SIGNATURE_DEPTHS - 1;
+    outside++;
+    if (time != TIME_FAR) { /* position: the window, then the marks after its time */
+      uint32_t tword = time >> 6, bit = time & 63, current = s.now >> 6;
+      uint64_t above = bit == 63 ? 0 : time_bits[tword] >> (bit + 1);
+      uint32_t marks = popcount64(above);
+      if (current - tword < TREE_LAG) { /* the words after tword: bytes tword + 8 - current.. */
+        unsigned byte = tword + TREE_LAG - 1 - current;
+        marks += byte_sum(s.lag >> 8 * byte >> 8);
+        s.lag -= 1ull << 8 * byte; /* unmark */
+      } else {
+        marks += s.marked - word_fenwick_prefix(word_fenwick, tword + 1);
+        word_fenwick_add(word_fenwick, tword + 1, -1);
+      }
+      uint32_t position = WINDOW + marks + 1;
+      bin = (uint32_t)reuse_bin(position);
+      positions[position > (1u << 16) ? MS_SIGNATURE_DEPTHS : bin]++;
+      time_bits[tword] &= ~(1ull << bit); /* unmark */
+      s.marked--;
+    } else {
+      positions[MS_SIGNATURE_DEPTHS]++;
+    }
+    walk_hist(&h, record, word, bin, same_word, wide, fast); /* and the time: far (in the window) */
+    /* The window's last line leaves it with the newest time (time_mark). */
+    uint32_t evicted = (uint32_t)s.w[WINDOW - 1].state, now = ++s.now;
+    uint64_t *old = h.table + ((size_t)evicted << h.record_shift);
+    old[RECORD_TIME] = (old[RECORD_TIME] & ~(uint64_t)UINT32_MAX) | now;
+    time_state[now] = evicted;
+    if ((now & 63) == 0) { /* a new word: word (now >> 6) - TREE_LAG joins the tree */
+      if (now >> 6 >= TREE_LAG)
+        word_fenwick_add(word_fenwick, (now >> 6) - TREE_LAG + 1, (int32_t)(s.lag & 0xff));
+      s.lag >>= 8;
+    }
+    s.lag += 1ull << 56;
+    time_bits[now >> 6] |= 1ull << (now & 63);
+    s.marked++;
+    for (uint32_t w = WINDOW - 1; w > 0; w--) {
+      s.w[w] = s.w[w - 1];
+    }
+    s.w[0].line = line;
+    s.w[0].state = at;
+    continue;
+  general:
+    slow++;
+    loop_save(model, &s);
+    rc = reference_slow(model, access, counts);
+    if (rc < 0) break;
+    loop_load(model, &s);
+    h.table = model->table; /* the table may have grown */
+    table_mask = model->table_mask;
   }
+  loop_save(model, &s);
   /* Fold the local counts. */
-  uint32_t full = (1u << model->levels) - 1;
+  uint32_t full = (2u << model->levels) - 1; /* all levels visited, all the same half */
   for (uint32_t k = 0; k < WINDOW; k++) {
     counts->references += hits[k];
     counts->positions[window_bin[k]] += hits[k];
   }
-  for (uint32_t bin = 0; bin < 4; bin++) {
-    model->trial_hist[bin][model->levels] += same_word[bin];
-    model->yes_hist[bin][full] += same_word[bin];
+  counts->references += outside;
+  for (uint32_t bin = 0; bin <= MS_SIGNATURE_DEPTHS; bin++)
+    counts->positions[bin] += positions[bin];
+  for (uint32_t bin = 0; bin < MS_SIGNATURE_DEPTHS; bin++) {
+    model->walks[bin][full] += same_word[bin];
   }
-  model->slow_refs += slow;
+  model->slow_refs += slow + outside;
   return rc;
 }
 
+/* The four variants of add_hist, compiled twice (SLOW_PATH: POPCNT where the CPU has it). */
+static SLOW_PATH int add_whole(ms_signature_model *model, const ms_access *accesses, size_t count,
+                               int prefetch) {
+  if (model->levels == 7)
+    return prefetch ? add_hist(model, accesses, count, 1, 1, 0)
+                    : add_hist(model, accesses, count, 1, 0, 0);
+  return prefetch ? add_hist(model, accesses, count, 0, 1, 0)
+                  : add_hist(model, accesses, count, 0, 0, 0);
+}
+
+#if FAST_VARIANT
+static FAST_TARGET int add_whole_fast(ms_signature_model *model, const ms_access *accesses,
+                                      size_t count, int prefetch) {
+  if (model->levels == 7)
+    return prefetch ? add_hist(model, accesses, count, 1, 1, 1)
+                    : add_hist(model, accesses, count, 1, 0, 1);
+  return prefetch ? add_hist(model, accesses, count, 0, 1, 1)
+                  : add_hist(model, accesses, count, 0, 0, 1);
+}
+
+static int fast_cpu(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt") &&
+         !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+}
+#endif
+
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
-  if (model->yes_hist && !model->config.per_site && !model->warming) {
+  if (model->walks && !model->config.per_site && !model->warming) {
     /* Prefetch when the last batch went outside the window for more than 1 access in 8. */
     int prefetch = model->slow_refs * 8 > model->last_count;
     model->slow_refs = 0;
     model->last_count = count;
-    if (model->levels == 7)
-      return prefetch ? add_hist(model, accesses, count, 1, 1)
-                      : add_hist(model, accesses, count, 1, 0);
-    return prefetch ? add_hist(model, accesses, count, 0, 1)
-                    : add_hist(model, accesses, count, 0, 0);
+#if FAST_VARIANT
+    if (!model->portable && fast_cpu()) return add_whole_fast(model, accesses, count, prefetch);
+#endif
+    return add_whole(model, accesses, count, prefetch);
   }
   return add_accesses(model, accesses, count, 0);
 }
@@ -955,16 +1164,17 @@ static void counts_to_bin(const sig_counts *counts, int levels, double weight,
 
 /* Adds the walk histograms to the yes/trials counts of `counts`. */
 static void fold_histograms(const ms_signature_model *model, sig_counts *counts) {
-  if (!model->yes_hist) return;
+  if (!model->walks) return;
   int levels = model->levels;
-  for (int bin = 0; bin < MS_SIGNATURE_DEPTHS; bin++) {
-    for (int visits = 1; visits <= levels; visits++)
-      for (int depth = 0; depth < visits; depth++)
-        counts->trials[levels - 1 - depth][bin] += model->trial_hist[bin][visits];
-    for (uint32_t mask = 1; mask < (1u << levels); mask++)
-      for (int depth = 0; depth < levels; depth++)
-        if (mask >> depth & 1) counts->yes[levels - 1 - depth][bin] += model->yes_hist[bin][mask];
-  }
+  for (int bin = 0; bin < MS_SIGNATURE_DEPTHS; bin++)
+    for (uint32_t key = 2; key < (2u << levels); key++) { /* key 1: nothing visited */
+      uint64_t walks = model->walks[bin][key];
+      int visits = 31 - __builtin_clz(key);
+      for (int depth = 0; depth < visits; depth++) {
+        counts->trials[levels - 1 - depth][bin] += walks;
+        if (key >> depth & 1) counts->yes[levels - 1 - depth][bin] += walks;
+      }
+    }
 }
 
 int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
@@ -1057,6 +1267,16 @@ double ms_signature_alpha(const ms_signature_bin *bin, int level, int reuse_bin)
 }
 
 const sig_counts *sig_model_counts(const ms_signature_model *model) { return &model->total; }
+
+void sig_model_set_portable(ms_signature_model *model, int portable) { model->portable = portable; }
+
+int sig_model_fast_cpu(void) {
+#if FAST_VARIANT
+  return fast_cpu();
+#else
+  return 0;
+#endif
+}
 
 /* ---- sink ---- */
 

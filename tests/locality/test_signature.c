@@ -14,6 +14,11 @@
  *   inputs are rejected with the name and the line.
  * - The derived surface reproduces the CDF at the maximal width and, for a stream whose
  *   spatial behaviour the alphas pin down (one word per line), every smaller width.
+ * - The model's three loops agree exactly on a mixed trace (streams, a column walk reusing
+ *   ~300 lines back, random lines that grow the table and exhaust the times, repeats of one
+ *   word, accesses spanning lines, size 0): the whole-program loop with PEXT (where the CPU
+ *   has it), without, and the general loop of per-site binning (whose whole-program bin
+ *   sums the sites' integer counts with weight 1).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +32,8 @@
 #include "memsnap/sample.h"
 #include "memsnap/signature.h"
 #include "testutil.h"
+
+#include "../../lib/locality/signature_internal.h"
 
 /* Line `line` (of `width` bytes), word `word` (4 bytes). */
 static ms_access word_access(uint64_t line, uint32_t word, uint32_t width) {
@@ -603,6 +610,97 @@ static void test_malformed_rejected(void **state) {
 
 /* Every reference is word 0 of its line: all alphas are 1 and every width has the same
  * hit rates as the maximal one; the derivation must give exactly that. */
+/* A mixed trace of `count` accesses (see the opening comment), deterministic. */
+static ms_access *mixed_trace(size_t count) {
+  ms_access *accesses = calloc(count, sizeof *accesses);
+  assert_non_null(accesses);
+  uint64_t rng = 0x9e3779b97f4a7c15ull, column = 0, row = 0, stream = 0;
+  for (size_t i = 0; i < count; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = rng >> 33;
+    ms_access *a = &accesses[i];
+    a->size = 8;
+    a->site = (uint32_t)(r % 5);
+    switch ((i / 4096) % 4) {
+    case 0: /* three streams of doubles */
+      a->address = 0x1000000 + (i % 3) * 0x4000000 + (stream++ / 3) * 8;
+      break;
+    case 1: /* a column walk of 300 rows of 2400 bytes, and a row */
+      if (i & 1) {
+        a->address = 0x40000000 + (row++ % 300) * 2400 + (column / 300 % 300) * 8;
+        column++;
+      } else {
+        a->address = 0x50000000 + (i / 2 % 300) * 8;
+      }
+      break;
+    case 2: /* random lines among 2^17, some spanning, some of size 0 */
+      a->address = 0x60000000 + (r % (1u << 17)) * 512 + (r >> 17) % 512;
+      a->size = (uint8_t)((r >> 26) % 17);
+      break;
+    default: /* repeats of a few words of a few lines */
+      a->address = 0x70000000 + (r % 12) * 512 + (r >> 8) % 3 * 4;
+      a->size = 4;
+      break;
+    }
+  }
+  return accesses;
+}
+
+static ms_signature *model_in_batches(const ms_access *accesses, size_t count, uint32_t width,
+                                      int per_site, int portable) {
+  ms_signature_config config;
+  ms_signature_config_default(&config);
+  config.width = width;
+  config.per_site = per_site;
+  ms_signature_model *model;
+  assert_int_equal(ms_signature_model_new(&config, &model), MS_OK);
+  sig_model_set_portable(model, portable);
+  size_t batch = 1;
+  for (size_t done = 0; done < count; done += batch, batch = batch * 3 % 5000 + 1)
+    assert_int_equal(
+        ms_signature_model_add(model, accesses + done, count - done < batch ? count - done : batch),
+        MS_OK);
+  ms_signature *signature;
+  assert_int_equal(ms_signature_model_result(model, NULL, 0, &signature), MS_OK);
+  ms_signature_model_free(model);
+  return signature;
+}
+
+static void assert_same_whole_program(const ms_signature *a, const ms_signature *b) {
+  const ms_signature_bin *x = &a->bins[0], *y = &b->bins[0];
+  assert_int_equal(a->levels, b->levels);
+  assert_true(x->references == y->references);
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+    assert_true(x->hits[k] == y->hits[k]);
+    for (int level = 0; level < a->levels; level++) {
+      assert_true(x->yes[level][k] == y->yes[level][k]);
+      assert_true(x->trials[level][k] == y->trials[level][k]);
+    }
+  }
+}
+
+static void test_loops_agree(void **state) {
+  (void)state;
+  size_t count = 1000000; /* > 2^18 lines leave the window: the times are renumbered */
+  ms_access *accesses = mixed_trace(count);
+  for (uint32_t width = 256; width <= 512; width *= 2) { /* 6 and 7 levels */
+    ms_signature *fast = model_in_batches(accesses, count, width, 0, 0);
+    ms_signature *portable = model_in_batches(accesses, count, width, 0, 1);
+    ms_signature *general = model_in_batches(accesses, count, width, 1, 0);
+    assert_true(fast->bins[0].references > (double)count); /* some accesses span lines */
+    assert_true(fast->bins[0].hits[MS_SIGNATURE_DEPTHS - 1] < fast->bins[0].references);
+    assert_true(fast->bins[0].trials[0][9] > 0); /* the column walk: bin 9 (257..512) */
+    assert_true(fast->bins[0].hits[3] < fast->bins[0].hits[12]); /* beyond the window */
+    assert_same_whole_program(fast, portable);
+    assert_same_whole_program(fast, general);
+    ms_signature_free(fast);
+    ms_signature_free(portable);
+    ms_signature_free(general);
+  }
+  free(accesses);
+  print_message("loops compared: PEXT variant %s\n", sig_model_fast_cpu() ? "used" : "unavailable");
+}
+
 static void test_derived_surface_one_word_per_line(void **state) {
   (void)state;
   enum { COUNT = 20000 };
@@ -646,6 +744,7 @@ int main(void) {
       cmocka_unit_test(test_json_same_numbers),
       cmocka_unit_test(test_malformed_rejected),
       cmocka_unit_test(test_derived_surface_one_word_per_line),
+      cmocka_unit_test(test_loops_agree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
