@@ -454,7 +454,7 @@ static inline void flush_kind_counts(ms_cache_counts *counts, uint64_t accesses[
 
 HOT void consume_lru(cache_level *level, const ms_access *records, const cache_event *input,
                      size_t count, uint32_t max_size, int set_count_pow2, int write_back,
-                     int has_children, uint32_t fixed_associativity, int compact) {
+                     int has_children, uint32_t fixed_associativity, int compact, int prefetch) {
   const unsigned line_bits = level->line_bits;
   const uint32_t line_size = level->line_size;
   const uint32_t associativity = fixed_associativity ? fixed_associativity : level->associativity;
@@ -464,7 +464,6 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
   const unsigned set_bits = level->set_bits;
   uint64_t *const site_misses = level->site_misses;
   ms_cache_counts *const counts = level->counts;
-  const int prefetch = level->prefetch;
   /* Events one record can emit: a fetch and a writeback per line, of at most 255 bytes. */
   const size_t events_per_record = 2 * ((size_t)((max_size - 1) >> line_bits) + 2);
   uint64_t accesses[MS_ACCESS_KIND_COUNT] = {0}, misses[MS_ACCESS_KIND_COUNT] = {0};
@@ -498,9 +497,18 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
     }
     cache_event *events = level->out.events + level->out.count, *const events_begin = events;
     for (size_t i = chunk; i < end; i++) {
-      if (prefetch && i + PREFETCH_DISTANCE < count)
-        prefetch_set(level, records ? records[i + PREFETCH_DISTANCE].address
-                                    : input[i + PREFETCH_DISTANCE].address);
+      if (prefetch && i + PREFETCH_DISTANCE < count) { /* prefetch_set, from the locals */
+        uint64_t ahead = (records ? records[i + PREFETCH_DISTANCE].address
+                                  : input[i + PREFETCH_DISTANCE].address) >>
+                         line_bits;
+        uint64_t set = set_count_pow2 ? ahead & set_mask : ahead % set_count;
+        if (compact) {
+          __builtin_prefetch(ways32 + set * associativity, 1);
+        } else {
+          __builtin_prefetch(ways + set * associativity, 1);
+          __builtin_prefetch(ways + set * associativity + associativity - 1, 1);
+        }
+      }
       const uint64_t address = records ? records[i].address : input[i].address;
       const uint32_t size = records ? (records[i].size ? records[i].size : 1u) : input[i].size;
       const uint32_t site = records ? records[i].site : input[i].site;
@@ -614,15 +622,20 @@ void LEVEL_RUN_FUNCTION(cache_level *level, const ms_access *records, const cach
     int compact = level->ways32 != NULL; /* only ever with the fixed loops below */
 #define LRU_FIXED(w, c, a)                                                                         \
   if (pow2 && write_back == w && children == c && ways == a) {                                     \
-    if (compact) {                                                                                 \
+    if (compact) { /* compact levels are large: they prefetch */                                   \
       if (records)                                                                                 \
-        consume_lru(level, records, NULL, count, 255, 1, w, c, a, 1);                              \
+        consume_lru(level, records, NULL, count, 255, 1, w, c, a, 1, 1);                           \
       else                                                                                         \
-        consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 1);                          \
+        consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 1, 1);                       \
+    } else if (!level->prefetch) {                                                                 \
+      if (records)                                                                                 \
+        consume_lru(level, records, NULL, count, 255, 1, w, c, a, 0, 0);                           \
+      else                                                                                         \
+        consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 0, 0);                       \
     } else if (records)                                                                            \
-      consume_lru(level, records, NULL, count, 255, 1, w, c, a, 0);                                \
+      consume_lru(level, records, NULL, count, 255, 1, w, c, a, 0, 1);                             \
     else                                                                                           \
-      consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 0);                            \
+      consume_lru(level, NULL, events, count, max_size, 1, w, c, a, 0, 1);                         \
   } else
     LRU_FIXED(1, 1, 8)
     LRU_FIXED(1, 0, 8)
@@ -632,14 +645,13 @@ void LEVEL_RUN_FUNCTION(cache_level *level, const ms_access *records, const cach
 #define LRU_CASE(p, w, c)                                                                          \
   if (pow2 == p && write_back == w && children == c) {                                             \
     if (records)                                                                                   \
-      consume_lru(level, records, NULL, count, 255, p, w, c, 0, 0);                                \
+      consume_lru(level, records, NULL, count, 255, p, w, c, 0, 0, level->prefetch);               \
     else                                                                                           \
-      consume_lru(level, NULL, events, count, max_size, p, w, c, 0, 0);                            \
+      consume_lru(level, NULL, events, count, max_size, p, w, c, 0, 0, level->prefetch);           \
   }
-        LRU_CASE(1, 1, 1) else LRU_CASE(1, 1, 0) else LRU_CASE(1, 0, 1) else LRU_CASE(
-            1, 0, 0) else LRU_CASE(0, 1, 1) else LRU_CASE(0, 1,
-                                                          0) else LRU_CASE(0, 0,
-                                                                           1) else LRU_CASE(0, 0, 0)
+    LRU_CASE(1, 1, 1)
+    else LRU_CASE(1, 1, 0) else LRU_CASE(1, 0, 1) else LRU_CASE(1, 0, 0) else LRU_CASE(
+        0, 1, 1) else LRU_CASE(0, 1, 0) else LRU_CASE(0, 0, 1) else LRU_CASE(0, 0, 0)
 #undef LRU_CASE
   } else if (records) {
     RUN_POLICY(records, NULL, count, MS_CACHE_MODEL_MEMSNAP)
