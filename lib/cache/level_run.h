@@ -168,19 +168,27 @@ HOT int lookup_lru_avx2(uint64_t *ways, int vectors, uint64_t key, uint64_t dirt
 /* The usual associativities as constants, so that the compiler unrolls the search: the
  * loop control was 8% of the instructions of nehalem on the gather trace (callgrind). The
  * switch is taken the same way for every access of a level. */
-HOT int lookup_lru(uint64_t *ways, uint32_t associativity, uint64_t key, uint64_t dirty,
-                   int allocate, uint64_t *victim) {
-  switch (associativity) {
 #ifdef __AVX2__
-  case 8: return lookup_lru_avx2(ways, 2, key, dirty, allocate, victim);
-  case 16: return lookup_lru_avx2(ways, 4, key, dirty, allocate, victim);
+#define LOOKUP_LRU_FIXED(avx2, vectors8, vectors16, scalar)                                        \
+  case 8: return avx2(ways, vectors8, key, dirty, allocate, victim);                               \
+  case 16:                                                                                         \
+    return avx2(ways, vectors16, key, dirty, allocate, victim);
 #else
-  case 8: return lookup_lru_ways(ways, 8, key, dirty, allocate, victim);
-  case 16: return lookup_lru_ways(ways, 16, key, dirty, allocate, victim);
+#define LOOKUP_LRU_FIXED(avx2, vectors8, vectors16, scalar)                                        \
+  case 8: return scalar(ways, 8, key, dirty, allocate, victim);                                    \
+  case 16:                                                                                         \
+    return scalar(ways, 16, key, dirty, allocate, victim);
 #endif
-  default: return lookup_lru_ways(ways, associativity, key, dirty, allocate, victim);
+#define DEFINE_LOOKUP_LRU(name, way_t, avx2, vectors8, vectors16, scalar)                          \
+  HOT int name(way_t *ways, uint32_t associativity, way_t key, way_t dirty, int allocate,          \
+               way_t *victim) {                                                                    \
+    switch (associativity) {                                                                       \
+      LOOKUP_LRU_FIXED(avx2, vectors8, vectors16, scalar)                                          \
+    default: return scalar(ways, associativity, key, dirty, allocate, victim);                     \
+    }                                                                                              \
   }
-}
+/* 64-bit ways: the AVX2 search compares 4 per instruction. */
+DEFINE_LOOKUP_LRU(lookup_lru, uint64_t, lookup_lru_avx2, 2, 4, lookup_lru_ways)
 
 /* Compact ways (cache_internal.h): a 16-way set is 64 bytes, one host cache line instead
  * of two, and the tag arrays are half as large. */
@@ -223,19 +231,8 @@ HOT int lookup_lru32_avx2(uint32_t *ways, int vectors, uint32_t key, uint32_t di
 }
 #endif
 
-HOT int lookup_lru32(uint32_t *ways, uint32_t associativity, uint32_t key, uint32_t dirty,
-                     int allocate, uint32_t *victim) {
-  switch (associativity) {
-#ifdef __AVX2__
-  case 8: return lookup_lru32_avx2(ways, 1, key, dirty, allocate, victim);
-  case 16: return lookup_lru32_avx2(ways, 2, key, dirty, allocate, victim);
-#else
-  case 8: return lookup_lru_ways32(ways, 8, key, dirty, allocate, victim);
-  case 16: return lookup_lru_ways32(ways, 16, key, dirty, allocate, victim);
-#endif
-  default: return lookup_lru_ways32(ways, associativity, key, dirty, allocate, victim);
-  }
-}
+/* 32-bit ways: the AVX2 search compares 8 per instruction. */
+DEFINE_LOOKUP_LRU(lookup_lru32, uint32_t, lookup_lru32_avx2, 1, 2, lookup_lru_ways32)
 
 /* An LRU lookup of `line` in its set, over 64-bit or compact ways; the victim comes back in
  * the 64-bit form. */
@@ -361,11 +358,7 @@ HOT void cachegrind_reference(cache_level *level, uint64_t address, uint32_t siz
 /* Starts loading, into the host's cache, the set (and its policy state) that the access at
  * `address` will look up. */
 HOT void prefetch_set(const cache_level *level, uint64_t address) {
-  uint64_t set = set_index(level, address >> level->line_bits);
-  if (level->ways32) { /* a compact set of 8 or 16 ways: one host line */
-    __builtin_prefetch(level->ways32 + set * level->associativity, 1);
-    return;
-  }
+  uint64_t set = set_index(level, address >> level->line_bits); /* 64-bit ways: see consume */
   const uint64_t *ways = level->ways + set * level->associativity;
   __builtin_prefetch(ways, 1);
   __builtin_prefetch(ways + level->associativity - 1, 1);
