@@ -350,6 +350,18 @@ static int key_is(reader *r, const char *key) {
   return 1;
 }
 
+/* Reads the word at r->p (up to a space or the end of the line) into `buf`, empty if it
+ * does not fit; returns where the word starts, for error columns. */
+static const char *read_word(reader *r, char *buf, size_t size) {
+  const char *start = r->p;
+  while (r->p < r->end && *r->p != ' ')
+    r->p++;
+  size_t length = (size_t)(r->p - start);
+  buf[0] = 0;
+  if (length < size) memcpy(buf, start, length), buf[length] = 0;
+  return start;
+}
+
 static int read_unsigned(reader *r, int base, uint64_t *value) {
   const char *start = r->p;
   if (base == 16) {
@@ -815,12 +827,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     r->p = r->line;
     return read_error(r, "expected site s%u here, found s%" PRIu64, id, value);
   }
-  const char *word = r->p;
-  while (r->p < r->end && *r->p != ' ')
-    r->p++;
-  char kind_name[16] = "";
-  if ((size_t)(r->p - word) < sizeof kind_name)
-    memcpy(kind_name, word, (size_t)(r->p - word)), kind_name[r->p - word] = 0;
+  char kind_name[16];
+  const char *word = read_word(r, kind_name, sizeof kind_name);
   int k = ms_access_kind_parse(kind_name);
   if (k < 0) {
     r->p = word;
@@ -869,12 +877,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   if (rc < 0) return rc;
   if (r->p + 6 <= r->end && !memcmp(r->p, "class=", 6)) {
     r->p += 6;
-    const char *name_start = r->p;
-    while (r->p < r->end && *r->p != ' ')
-      r->p++;
-    char name[32] = "";
-    if ((size_t)(r->p - name_start) < sizeof name)
-      memcpy(name, name_start, (size_t)(r->p - name_start)), name[r->p - name_start] = 0;
+    char name[32];
+    const char *name_start = read_word(r, name, sizeof name);
     if ((explicit_class = ms_stride_class_parse(name)) < 0) {
       r->p = name_start;
       return read_error(r, "unknown class");
