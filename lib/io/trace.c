@@ -89,9 +89,19 @@ int ms_trace_open(const char *path, ms_source **out) {
   }
   FILE *file = fopen(path, "rb");
   if (!file) return ms_error_set(MS_ERR_IO, "%s: cannot open: %m", path);
+  char head[32] = "";
+  size_t n = fread(head, 1, sizeof head - 1, file);
   fclose(file);
+  head[n] = '\0';
+  if (strncmp(head, "memsnap signature ", 18) == 0)
+    return ms_error_set(MS_ERR_FORMAT,
+                        "%s: a memory signature holds no accesses (`memsnap synth` makes a "
+                        "trace seed of it)",
+                        path);
   return ms_error_set(MS_ERR_FORMAT,
-                      "%s: offset 0: not a trace memsnap reads (.mtr, Lackey or din)", path);
+                      "%s: offset 0: not a trace memsnap reads (.mtr, trace seeds, .psnap "
+                      "profiles, Lackey or din)",
+                      path);
 }
 
 int ms_trace_sink_new(const char *path, ms_trace_format format, ms_sink **out) {
