@@ -244,7 +244,7 @@ static inline int resolve(reuse_stack *stack, int j) {
 }
 
 /* The window is used up: renumber the live marks 1..live in order. */
-static void compact(reuse_stack *stack) {
+POPCNT_CLONES static void compact(reuse_stack *stack) {
   const int bounded = stack->threshold_count - 1;
   int exists[64];
   for (int j = 0; j < bounded; j++)
