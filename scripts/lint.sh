@@ -5,7 +5,7 @@ set -euo pipefail
 build=${1:-build}
 files=$(git ls-files 'lib/*.c' 'programs/*.c' | grep -v '^lib/capture/valgrind/')
 status=0
-clang-tidy -p "$build" --quiet $files -- 2>/dev/null || status=1
+clang-tidy -p "$build" --quiet $files 2>/dev/null || status=1
 cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
   --suppress=missingIncludeSystem -I include $files || status=1
 exit $status

@@ -133,6 +133,9 @@ int ms_seed_info_parse(const ms_stream_info *info, const char *name, ms_seed_inf
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
     if (!keys[k].seen)
       return ms_error_set(MS_ERR_FORMAT, "%s: seed metadata lacks %s", name, keys[k].key);
+  if (out->length == 0)
+    return ms_error_set(MS_ERR_FORMAT, "%s: seed metadata says length 0: a seed of no references",
+                        name);
   if (word == 0 || width == 0 || (word & (word - 1)) || (width & (width - 1)) || word >= width ||
       width > (1u << 20) || unique > 1 || out->working_set == 0 ||
       out->unique_blocks > UINT32_MAX || out->length > UINT32_MAX ||

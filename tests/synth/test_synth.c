@@ -310,6 +310,19 @@ static void test_chase_order(void **state) {
   }
   ms_chase build_error;
   assert_int_equal(ms_chase_build(path, 0, 21, &build_error), MS_ERR_ARG);
+  /* a seed whose metadata says it has no references is refused, not divided by */
+  ms_signature *signature = make_signature(a_cdf, 0.7);
+  ms_synth_config config = small_config(1);
+  config.min_length = config.max_length = config.check_interval = 20000;
+  ms_seed *seed;
+  assert_int_equal(ms_synth_generate(signature, 0, &config, &seed), MS_OK);
+  seed->length = 0;
+  snprintf(path, sizeof path, "%s/empty.useed", dir);
+  assert_int_equal(ms_seed_save(seed, path), MS_OK);
+  assert_int_equal(ms_chase_build(path, 0, 1, &build_error), MS_ERR_FORMAT);
+  assert_non_null(strstr(ms_error_message(), "no references"));
+  ms_seed_free(seed);
+  ms_signature_free(signature);
   free(expected);
   test_rmdir(dir);
 }
