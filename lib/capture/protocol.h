@@ -6,6 +6,12 @@
 
 #define MS_VG_MAGIC 0x3147564150534d53ULL /* "SMSPAVG1" little-endian */
 #define MS_VG_VERSION 2
+/* The compiler runtime's version (rt/rt.c): the same notices on the pipe (HELLO, CHUNK,
+ * SIGNAL, in the version 2 layout), but the units in the slots are laid out as ms_access
+ * (include/memsnap/access.h), b = site | field << 32 | size << 48 | tag << 56, field being
+ * the thread of an access or the payload units of a SITE, so that the reader copies runs of
+ * accesses as they are (launcher/README.md). */
+#define MS_RT_VERSION 3
 #define MS_VG_UNIT_BYTES 16               /* every record is {u64 a; u64 b} */
 #define MS_VG_SLOT_UNITS (1u << 16)       /* units per shared-memory slot (1 MiB) */
 

