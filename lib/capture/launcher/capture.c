@@ -24,7 +24,7 @@
  * environment, and its runtime sends HELLO from a constructor; ms_capture_attach reads a
  * channel that a runtime opened itself (MEMSNAP_OUT). The rt runtime's EXIT carries the
  * exit status and a SIGNAL record (tag 0x15) reports a fatal signal. Its HELLO says protocol
- * version 3: its slot units are laid out as ms_access (../protocol.h), copied as they are.
+ * version 4: its slots hold 8-byte words, address | site << 48 per access (../protocol.h).
  * Sampling on the Valgrind path happens here, before any record is decoded into a batch:
  * skipped accesses cost a comparison each, and no encoding.
  *
@@ -89,10 +89,11 @@ typedef struct capture_source {
   int attached; /* ms_capture_attach: the credit socket stays open until destroy, so that
                    the program, waiting for its end of file, exits after the trace is written */
   int saw_exit;
-  int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
-  int signal_number; /* from a SIGNAL record, 0 if none */
-  int rt_layout;     /* HELLO said MS_RT_VERSION: slot units are laid out as ms_access */
-  int sampling;      /* sample here (Valgrind path) */
+  int64_t exit_code;    /* from the EXIT record (rt: the status given to exit) */
+  int signal_number;    /* from a SIGNAL record, 0 if none */
+  int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
+  uint64_t *site_tails; /* rt: size << 48 | kind << 56 of each site, from its definition */
+  int sampling;         /* sample here (Valgrind path) */
   int sample_recording;
   uint64_t sample_left; /* accesses left in the current phase */
   uint16_t thread;      /* thread of the accesses that follow */
@@ -113,8 +114,9 @@ static inline uint64_t read_u64(const unsigned char *p) {
 }
 
 /* The fields of a slot unit's second word b, in the sender's layout (../protocol.h): the
- * Valgrind tool's site << 32 | extra << 16 | tag << 8 | size, or the runtime's ms_access
- * layout site | field << 32 | size << 48 | tag << 56 (field: thread or extra units). */
+ * Valgrind tool's site << 32 | extra << 16 | tag << 8 | size, or the runtime's (control
+ * units and long forms) site | field << 32 | size << 48 | tag << 56 (field: thread or extra
+ * units). */
 static inline unsigned unit_tag(int rt, uint64_t b) {
   return rt ? (unsigned)(b >> 56) : (unsigned)(b >> 8) & 0xff;
 }
@@ -206,8 +208,23 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
     tool_names *grown = realloc(cs->names, capacity * sizeof *grown);
     if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for sites");
     memset(grown + cs->names_capacity, 0, (capacity - cs->names_capacity) * sizeof *grown);
+    uint64_t *tails = realloc(cs->site_tails, capacity * sizeof *tails);
+    if (!tails) {
+      cs->names = grown; /* kept: destroy frees it */
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for sites");
+    }
+    cs->site_tails = tails;
     cs->names = grown;
     cs->names_capacity = capacity;
+  }
+  if (cs->rt_layout) {
+    uint32_t attributes; /* size | kind << 8 */
+    memcpy(&attributes, payload + 12, 4);
+    if ((attributes >> 8 & 0xff) > TAG_MODIFY)
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u: bad kind %u", id,
+                          attributes >> 8 & 0xff);
+    cs->site_tails[id] = (uint64_t)(attributes & 0xff) << 48 | (uint64_t)(attributes >> 8 & 0xff)
+                                                                   << 56;
   }
   cs->names[id] = (tool_names){dup_nonempty(strings[1]), dup_nonempty(strings[2]), line};
   return remember_object(cs, strings[0], bias);
@@ -291,7 +308,7 @@ static int next_chunk(capture_source *cs) {
       continue;
     }
     uint32_t slot = (uint32_t)(b >> 32);
-    if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % UNIT)
+    if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % (cs->rt_layout ? 8 : UNIT))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: bad notice (tag 0x%x, slot %u)", tag,
                           slot);
     cs->chunk = cs->slots + (size_t)slot * SLOT_BYTES;
@@ -358,31 +375,71 @@ static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, u
   return i;
 }
 
-/* copy_accesses for the runtime's layout (MS_RT_VERSION), where an access unit is the
- * ms_access itself: blocks of 8 units are checked (kind, site and thread in range) with one
- * branch and copied as they are. Measured against copy_accesses on the same slots (a
- * micro-benchmark of 8 MiB of units, gcc -O3, best of 3): 1.26 against 1.54 ns per access;
- * in a traced run see DESIGN.md of lib/capture/rt. */
-static size_t copy_rt_accesses(const unsigned char *p, size_t n, uint32_t thread_count,
-                               uint32_t site_count, ms_access *out) {
+/* copy_accesses for the runtime's words (MS_RT_VERSION): address | site << 48, the size and
+ * kind from the site's definition, the thread from the last THREAD unit. Stops at the first
+ * word whose site is not below `short_sites` (the number of sites defined, at most
+ * MS_RT_SHORT_SITES): an escape (all ones) or an undefined site. Half the bytes of a
+ * 16-byte unit to read from the slot, which the program wrote with non-temporal stores
+ * (measured in lib/capture/rt/DESIGN.md). */
+static size_t copy_rt_words(const unsigned char *p, size_t n, uint16_t thread, uint32_t short_sites,
+                            const uint64_t *tails, ms_access *out) {
+  const uint64_t thread_bits = (uint64_t)thread << 32, mask = (1ull << 48) - 1;
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t bad = 0;
-    for (int j = 0; j < 8; j++) {
-      uint64_t b = read_u64(p + (i + (size_t)j) * UNIT + 8);
-      bad |= (uint64_t)((b >> 56) > TAG_MODIFY) | (uint64_t)((uint32_t)b >= site_count) |
-             (uint64_t)(((b >> 32) & 0xffff) >= thread_count);
-    }
-    if (bad) break;
-    memcpy(out + i, p + i * UNIT, 8 * UNIT);
-  }
-  for (; i < n; i++) {
-    uint64_t b = read_u64(p + i * UNIT + 8);
-    if ((b >> 56) > TAG_MODIFY || (uint32_t)b >= site_count || ((b >> 32) & 0xffff) >= thread_count)
-      break;
-    memcpy(out + i, p + i * UNIT, UNIT);
+  for (; i < n; i++, p += 8) {
+    uint64_t w = read_u64(p), site = w >> 48;
+    if (__builtin_expect(site >= short_sites, 0)) break;
+    uint64_t address = w & mask, tail = site | thread_bits | tails[site];
+    memcpy(&out[i].address, &address, 8);
+    memcpy((unsigned char *)&out[i] + 8, &tail, 8);
   }
   return i;
+}
+
+/* One access or control unit of the runtime's words at p: the access into *access (1), or
+ * the control unit handled (0); *bytes is what it took. Negative status if malformed. */
+static int rt_record(capture_source *cs, const unsigned char *p, uint32_t *site_count,
+                     ms_access *access, size_t *bytes) {
+  size_t left = (size_t)(cs->chunk_end - p);
+  uint64_t w = read_u64(p);
+  if (w >> 48 != 0xffff) {
+    uint32_t site = (uint32_t)(w >> 48);
+    if (site >= *site_count)
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
+    uint64_t tail = cs->site_tails[site];
+    *access = (ms_access){.address = w & ((1ull << 48) - 1),
+                          .site = site,
+                          .thread = cs->thread,
+                          .size = (uint8_t)(tail >> 48),
+                          .kind = (uint8_t)(tail >> 56)};
+    *bytes = 8;
+    return 1;
+  }
+  if (left < 8 + UNIT || (w != MS_RT_ESCAPE_LONG && w != MS_RT_ESCAPE_CONTROL))
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: bad escape 0x%llx at the end of a slot",
+                        (unsigned long long)w);
+  if (w == MS_RT_ESCAPE_CONTROL) {
+    long taken = control_unit(cs, p + 8, site_count);
+    if (taken < 0) return (int)taken;
+    *bytes = 8 + (size_t)taken * UNIT;
+    return 0;
+  }
+  uint64_t a = read_u64(p + 8), b = read_u64(p + 16);
+  unsigned tag = (unsigned)(b >> 56), thread = (unsigned)(b >> 32) & 0xffff;
+  uint32_t site = (uint32_t)b;
+  if (tag > TAG_MODIFY)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
+  if (site >= *site_count)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
+  if (thread >= cs->base.info.thread_count)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undeclared thread %u",
+                        thread);
+  *access = (ms_access){.address = a,
+                        .site = site,
+                        .thread = (uint16_t)thread,
+                        .size = (uint8_t)(b >> 48),
+                        .kind = (uint8_t)tag};
+  *bytes = 8 + UNIT;
+  return 1;
 }
 
 static int capture_next(ms_source *source, ms_batch *batch) {
@@ -404,45 +461,57 @@ static int capture_next(ms_source *source, ms_batch *batch) {
       continue;
     }
     const unsigned char *p = cs->chunk;
-    size_t units = (size_t)(cs->chunk_end - p) / UNIT;
+    int rt = cs->rt_layout;
+    size_t step = rt ? 8 : UNIT, units = (size_t)(cs->chunk_end - p) / step;
     if (!cs->sampling) {
       size_t room = batch->capacity - count, n = units < room ? units : room;
-      size_t copied = cs->rt_layout
-                          ? copy_rt_accesses(p, n, info->thread_count, site_count, out + count)
-                          : copy_accesses(p, n, cs->thread, site_count, out + count);
+      size_t copied =
+          rt ? copy_rt_words(p, n, cs->thread,
+                             site_count < MS_RT_SHORT_SITES ? site_count : MS_RT_SHORT_SITES,
+                             cs->site_tails, out + count)
+             : copy_accesses(p, n, cs->thread, site_count, out + count);
       count += copied;
-      p += copied * UNIT;
+      p += copied * step;
       cs->chunk = p;
       if (copied == units || count == batch->capacity) continue;
     }
-    uint64_t a = read_u64(p), b = read_u64(p + 8);
-    int rt = cs->rt_layout;
-    unsigned tag = unit_tag(rt, b);
-    uint32_t site = unit_site(rt, b);
-    if (tag <= TAG_MODIFY) {
-      if (site >= site_count)
-        return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
-      uint16_t thread = rt ? (uint16_t)(b >> 32) : cs->thread;
-      if (rt && thread >= info->thread_count)
-        return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undeclared thread %u",
-                            (unsigned)thread);
-      cs->chunk = p + UNIT;
-      if (cs->sample_left == 0) { /* here only when sampling */
+    ms_access access;
+    size_t bytes = UNIT;
+    int is_access;
+    if (rt) {
+      is_access = rt_record(cs, p, &site_count, &access, &bytes);
+      if (is_access < 0) return is_access;
+    } else {
+      uint64_t a = read_u64(p), b = read_u64(p + 8);
+      unsigned tag = (unsigned)(b >> 8) & 0xff;
+      uint32_t site = (uint32_t)(b >> 32);
+      is_access = tag <= TAG_MODIFY;
+      if (is_access) {
+        if (site >= site_count)
+          return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u",
+                              site);
+        access = (ms_access){.address = a,
+                             .site = site,
+                             .thread = cs->thread,
+                             .size = (uint8_t)b,
+                             .kind = (uint8_t)tag};
+      } else {
+        long taken = control_unit(cs, p, &site_count);
+        if (taken < 0) return (int)taken;
+        bytes = (size_t)taken * UNIT;
+      }
+    }
+    cs->chunk = p + bytes;
+    if (!is_access) continue;
+    if (cs->sampling) {
+      if (cs->sample_left == 0) {
         cs->sample_recording = !cs->sample_recording;
         cs->sample_left = cs->sample_recording ? info->sample_on : info->sample_off;
       }
       cs->sample_left--;
       if (!cs->sample_recording) continue;
-      out[count++] = (ms_access){.address = a,
-                                 .site = site,
-                                 .thread = thread,
-                                 .size = (uint8_t)(rt ? b >> 48 : b),
-                                 .kind = (uint8_t)tag};
-    } else {
-      long taken = control_unit(cs, p, &site_count);
-      if (taken < 0) return (int)taken;
-      cs->chunk = p + (size_t)taken * UNIT;
     }
+    out[count++] = access;
   }
   batch->count = count;
   return (int)count;
@@ -463,6 +532,7 @@ static void capture_destroy(ms_source *source) {
     free(cs->names[i].file);
   }
   free(cs->names);
+  free(cs->site_tails);
   for (size_t i = 0; i < cs->object_count; i++)
     free(cs->objects[i].path);
   free(cs->objects);
