@@ -92,7 +92,7 @@ typedef struct capture_source {
   int64_t exit_code;    /* from the EXIT record (rt: the status given to exit) */
   int signal_number;    /* from a SIGNAL record, 0 if none */
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
-  uint64_t *site_tails; /* rt: size << 48 | kind << 56 of each site, from its definition */
+  uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
   int sample_recording;
   uint64_t sample_left; /* accesses left in the current phase */
@@ -223,8 +223,8 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
     if ((attributes >> 8 & 0xff) > TAG_MODIFY)
       return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u: bad kind %u", id,
                           attributes >> 8 & 0xff);
-    cs->site_tails[id] = (uint64_t)(attributes & 0xff) << 48 | (uint64_t)(attributes >> 8 & 0xff)
-                                                                   << 56;
+    cs->site_tails[id] =
+        id | (uint64_t)(attributes & 0xff) << 48 | (uint64_t)(attributes >> 8 & 0xff) << 56;
   }
   cs->names[id] = (tool_names){dup_nonempty(strings[1]), dup_nonempty(strings[2]), line};
   return remember_object(cs, strings[0], bias);
@@ -388,7 +388,7 @@ static size_t copy_rt_words(const unsigned char *p, size_t n, uint16_t thread, u
   for (; i < n; i++, p += 8) {
     uint64_t w = read_u64(p), site = w >> 48;
     if (__builtin_expect(site >= short_sites, 0)) break;
-    uint64_t address = w & mask, tail = site | thread_bits | tails[site];
+    uint64_t address = w & mask, tail = tails[site] | thread_bits;
     memcpy(&out[i].address, &address, 8);
     memcpy((unsigned char *)&out[i] + 8, &tail, 8);
   }
