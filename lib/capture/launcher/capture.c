@@ -415,7 +415,8 @@ static int rt_record(capture_source *cs, const unsigned char *p, uint32_t *site_
     return 1;
   }
   if (left < 8 + UNIT || (w != MS_RT_ESCAPE_LONG && w != MS_RT_ESCAPE_CONTROL))
-    return ms_error_set(MS_ERR_FORMAT, "capture channel: bad escape 0x%llx at the end of a slot",
+    return ms_error_set(MS_ERR_FORMAT,
+                        "capture channel: bad escape 0x%llx, or one cut by the end of a slot",
                         (unsigned long long)w);
   if (w == MS_RT_ESCAPE_CONTROL) {
     long taken = control_unit(cs, p + 8, site_count);
