@@ -156,7 +156,7 @@ static int notice_fd = -1, credit_fd = -1;
 static unit *slots;
 static uint32_t slot_index, slots_in_flight;
 static uint64_t *slot_pos, *slot_end; /* in 8-byte words */
-#define SLOT_WORDS (MS_VG_SLOT_UNITS * 2u)
+#define SLOT_WORDS ((size_t)MS_VG_SLOT_UNITS * 2)
 static inline uint64_t *slot_words(uint32_t index) {
   return (uint64_t *)(void *)slots + (size_t)index * SLOT_WORDS;
 }
