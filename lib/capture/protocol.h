@@ -6,6 +6,18 @@
 
 #define MS_VG_MAGIC 0x3147564150534d53ULL /* "SMSPAVG1" little-endian */
 #define MS_VG_VERSION 2
+/* The compiler runtime's version (rt/rt.c): the same notices on the pipe (HELLO, CHUNK,
+ * SIGNAL, in the version 2 layout), but its slots hold 8-byte words: an access is
+ * address | site << 48 (site < MS_RT_SHORT_SITES, address < 2^48; thread from the THREAD
+ * units, size and kind from the site's definition), and a word whose top 16 bits are all
+ * ones escapes: MS_RT_ESCAPE_LONG is followed by an access as an ms_access (address, then
+ * site | thread << 32 | size << 48 | kind << 56), MS_RT_ESCAPE_CONTROL by a THREAD, SITE
+ * or EXIT unit {a, b = site | extra << 32 | tag << 56} and its payload units. A SITE's
+ * payload has size | kind << 8 at byte 12 (the u32 after the line). Never straddles slots. */
+#define MS_RT_VERSION 4
+#define MS_RT_SHORT_SITES 0xffffu
+#define MS_RT_ESCAPE_LONG 0xffff000000000000ull
+#define MS_RT_ESCAPE_CONTROL 0xffff000000000001ull
 #define MS_VG_UNIT_BYTES 16               /* every record is {u64 a; u64 b} */
 #define MS_VG_SLOT_UNITS (1u << 16)       /* units per shared-memory slot (1 MiB) */
 

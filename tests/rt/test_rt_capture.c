@@ -290,6 +290,48 @@ static void test_sampling(void **state) {
   }
 }
 
+/* Accesses in the runtime's long form (addresses from 2^48 on) arrive like the others: in
+ * order, between the stores around them, with their size and kind; and interval sampling
+ * counts each as one access. */
+static void test_long_forms(void **state) {
+  (void)state;
+  const long n = 20000;
+  char args[32];
+  snprintf(args, sizeof args, "%ld", n);
+  assert_int_equal(run_kernel("", "long_forms", args), 0);
+  char *out = test_read_in(dir, "out");
+  uint64_t cells = strtoull(out, NULL, 16);
+  free(out);
+  rt_trace trace;
+  load_in_dir("out.mtr", &trace);
+  long stores = 0, highs = 0;
+  int after_store = 0;
+  for (size_t i = 0; i < trace.count; i++) {
+    const ms_access *a = &trace.accesses[i];
+    if (a->kind == MS_STORE && a->address >= cells && a->address < cells + 4096 * 8) {
+      assert_int_equal(a->address, cells + (uint64_t)(stores % 4096) * 8);
+      stores++;
+      after_store = 1;
+    } else if (a->address >= 1ull << 48) {
+      assert_int_equal(a->address, 0xffff000000000000ull + 8 * (uint64_t)highs);
+      assert_int_equal(a->size, 8);
+      assert_int_equal(a->kind, MS_LOAD);
+      assert_int_equal(a->thread, 0);
+      assert_true(after_store); /* right after its store: nothing lost or reordered */
+      after_store = 0;
+      highs++;
+    }
+  }
+  assert_int_equal(stores, n);
+  assert_int_equal(highs, n);
+  uint64_t total = trace.count;
+  rt_trace_free(&trace);
+  assert_int_equal(run_kernel("MEMSNAP_SAMPLE=3/5", "long_forms", args), 0);
+  load_in_dir("out.mtr", &trace);
+  assert_int_equal(trace.count, sampled(total, 3, 5));
+  rt_trace_free(&trace);
+}
+
 /* Sites resolve to the kernel's source lines: stream_add.c line 8 is the loop body. */
 static void test_sites_name_source_lines(void **state) {
   (void)state;
@@ -395,6 +437,7 @@ int main(void) {
       cmocka_unit_test(test_record_via_rt),
       cmocka_unit_test(test_record_via_rt_needs_the_runtime),
       cmocka_unit_test(test_sampling),
+      cmocka_unit_test(test_long_forms),
       cmocka_unit_test(test_sites_name_source_lines),
       cmocka_unit_test(test_sim_live),
       cmocka_unit_test(test_registers_preserved),

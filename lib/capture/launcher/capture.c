@@ -23,7 +23,8 @@
  * itself is started, with MEMSNAP_RT_CHANNEL=N,M,C (and MEMSNAP_SAMPLE=ON/OFF) in its
  * environment, and its runtime sends HELLO from a constructor; ms_capture_attach reads a
  * channel that a runtime opened itself (MEMSNAP_OUT). The rt runtime's EXIT carries the
- * exit status and a SIGNAL record (tag 0x15) reports a fatal signal.
+ * exit status and a SIGNAL record (tag 0x15) reports a fatal signal. Its HELLO says protocol
+ * version 4: its slots hold 8-byte words, address | site << 48 per access (../protocol.h).
  * Sampling on the Valgrind path happens here, before any record is decoded into a batch:
  * skipped accesses cost a comparison each, and no encoding.
  *
@@ -88,9 +89,11 @@ typedef struct capture_source {
   int attached; /* ms_capture_attach: the credit socket stays open until destroy, so that
                    the program, waiting for its end of file, exits after the trace is written */
   int saw_exit;
-  int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
-  int signal_number; /* from a SIGNAL record, 0 if none */
-  int sampling;      /* sample here (Valgrind path) */
+  int64_t exit_code;    /* from the EXIT record (rt: the status given to exit) */
+  int signal_number;    /* from a SIGNAL record, 0 if none */
+  int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
+  uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
+  int sampling;         /* sample here (Valgrind path) */
   int sample_recording;
   uint64_t sample_left; /* accesses left in the current phase */
   uint16_t thread;      /* thread of the accesses that follow */
@@ -108,6 +111,20 @@ static inline uint64_t read_u64(const unsigned char *p) {
   uint64_t v;
   memcpy(&v, p, 8);
   return v; /* amd64 only: the tool and this process share the byte order */
+}
+
+/* The fields of a slot unit's second word b, in the sender's layout (../protocol.h): the
+ * Valgrind tool's site << 32 | extra << 16 | tag << 8 | size, or the runtime's (control
+ * units and long forms) site | field << 32 | size << 48 | tag << 56 (field: thread or extra
+ * units). */
+static inline unsigned unit_tag(int rt, uint64_t b) {
+  return rt ? (unsigned)(b >> 56) : (unsigned)(b >> 8) & 0xff;
+}
+static inline uint32_t unit_site(int rt, uint64_t b) {
+  return rt ? (uint32_t)b : (uint32_t)(b >> 32);
+}
+static inline size_t unit_extra(int rt, uint64_t b) {
+  return (size_t)(rt ? b >> 32 : b >> 16) & 0xffff;
 }
 
 /* Makes at least `need` bytes available (need <= READ_BUFFER); 0 if they are, 1 at end of
@@ -191,8 +208,23 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
     tool_names *grown = realloc(cs->names, capacity * sizeof *grown);
     if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for sites");
     memset(grown + cs->names_capacity, 0, (capacity - cs->names_capacity) * sizeof *grown);
+    uint64_t *tails = realloc(cs->site_tails, capacity * sizeof *tails);
+    if (!tails) {
+      cs->names = grown; /* kept: destroy frees it */
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for sites");
+    }
+    cs->site_tails = tails;
     cs->names = grown;
     cs->names_capacity = capacity;
+  }
+  if (cs->rt_layout) {
+    uint32_t attributes; /* size | kind << 8 */
+    memcpy(&attributes, payload + 12, 4);
+    if ((attributes >> 8 & 0xff) > TAG_MODIFY)
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u: bad kind %u", id,
+                          attributes >> 8 & 0xff);
+    cs->site_tails[id] =
+        id | (uint64_t)(attributes & 0xff) << 48 | (uint64_t)(attributes >> 8 & 0xff) << 56;
   }
   cs->names[id] = (tool_names){dup_nonempty(strings[1]), dup_nonempty(strings[2]), line};
   return remember_object(cs, strings[0], bias);
@@ -276,7 +308,7 @@ static int next_chunk(capture_source *cs) {
       continue;
     }
     uint32_t slot = (uint32_t)(b >> 32);
-    if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % UNIT)
+    if (tag != TAG_CHUNK || slot >= SLOT_COUNT || a > SLOT_BYTES || a % (cs->rt_layout ? 8 : UNIT))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: bad notice (tag 0x%x, slot %u)", tag,
                           slot);
     cs->chunk = cs->slots + (size_t)slot * SLOT_BYTES;
@@ -291,14 +323,14 @@ static int next_chunk(capture_source *cs) {
 static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *site_count) {
   ms_stream_info *info = &cs->base.info;
   uint64_t a = read_u64(p), b = read_u64(p + 8);
-  unsigned tag = (unsigned)(b >> 8) & 0xff;
-  uint32_t site = (uint32_t)(b >> 32);
+  unsigned tag = unit_tag(cs->rt_layout, b);
+  uint32_t site = unit_site(cs->rt_layout, b);
   if (tag == TAG_THREAD) {
     if (a > UINT16_MAX) return ms_error_set(MS_ERR_UNSUPPORTED, "capture: more than 65536 threads");
     cs->thread = (uint16_t)a;
     if (a + 1 > info->thread_count) info->thread_count = (uint32_t)a + 1;
   } else if (tag == TAG_SITE) {
-    size_t extra = (size_t)(b >> 16) & 0xffff;
+    size_t extra = unit_extra(cs->rt_layout, b);
     if (extra * UNIT > (size_t)(cs->chunk_end - p - UNIT))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u straddles a slot", site);
     int rc = define_site(cs, site, a, p + UNIT, extra);
@@ -343,6 +375,74 @@ static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, u
   return i;
 }
 
+/* copy_accesses for the runtime's words (MS_RT_VERSION): address | site << 48, the size and
+ * kind from the site's definition, the thread from the last THREAD unit. Stops at the first
+ * word whose site is not below `short_sites` (the number of sites defined, at most
+ * MS_RT_SHORT_SITES): an escape (all ones) or an undefined site. Half the bytes of a
+ * 16-byte unit to read from the slot, which the program wrote with non-temporal stores
+ * (measured in lib/capture/rt/DESIGN.md). */
+static size_t copy_rt_words(const unsigned char *p, size_t n, uint16_t thread, uint32_t short_sites,
+                            const uint64_t *tails, ms_access *out) {
+  const uint64_t thread_bits = (uint64_t)thread << 32, mask = (1ull << 48) - 1;
+  size_t i = 0;
+  for (; i < n; i++, p += 8) {
+    uint64_t w = read_u64(p), site = w >> 48;
+    if (__builtin_expect(site >= short_sites, 0)) break;
+    uint64_t address = w & mask, tail = tails[site] | thread_bits;
+    memcpy(&out[i].address, &address, 8);
+    memcpy((unsigned char *)&out[i] + 8, &tail, 8);
+  }
+  return i;
+}
+
+/* One access or control unit of the runtime's words at p: the access into *access (1), or
+ * the control unit handled (0); *bytes is what it took. Negative status if malformed. */
+static int rt_record(capture_source *cs, const unsigned char *p, uint32_t *site_count,
+                     ms_access *access, size_t *bytes) {
+  size_t left = (size_t)(cs->chunk_end - p);
+  uint64_t w = read_u64(p);
+  if (w >> 48 != 0xffff) {
+    uint32_t site = (uint32_t)(w >> 48);
+    if (site >= *site_count)
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
+    uint64_t tail = cs->site_tails[site];
+    *access = (ms_access){.address = w & ((1ull << 48) - 1),
+                          .site = site,
+                          .thread = cs->thread,
+                          .size = (uint8_t)(tail >> 48),
+                          .kind = (uint8_t)(tail >> 56)};
+    *bytes = 8;
+    return 1;
+  }
+  if (left < 8 + UNIT || (w != MS_RT_ESCAPE_LONG && w != MS_RT_ESCAPE_CONTROL))
+    return ms_error_set(MS_ERR_FORMAT,
+                        "capture channel: bad escape 0x%llx, or one cut by the end of a slot",
+                        (unsigned long long)w);
+  if (w == MS_RT_ESCAPE_CONTROL) {
+    long taken = control_unit(cs, p + 8, site_count);
+    if (taken < 0) return (int)taken;
+    *bytes = 8 + (size_t)taken * UNIT;
+    return 0;
+  }
+  uint64_t a = read_u64(p + 8), b = read_u64(p + 16);
+  unsigned tag = (unsigned)(b >> 56), thread = (unsigned)(b >> 32) & 0xffff;
+  uint32_t site = (uint32_t)b;
+  if (tag > TAG_MODIFY)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
+  if (site >= *site_count)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
+  if (thread >= cs->base.info.thread_count)
+    return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undeclared thread %u",
+                        thread);
+  *access = (ms_access){.address = a,
+                        .site = site,
+                        .thread = (uint16_t)thread,
+                        .size = (uint8_t)(b >> 48),
+                        .kind = (uint8_t)tag};
+  *bytes = 8 + UNIT;
+  return 1;
+}
+
 static int capture_next(ms_source *source, ms_batch *batch) {
   capture_source *cs = (capture_source *)source;
   ms_stream_info *info = &source->info;
@@ -362,39 +462,57 @@ static int capture_next(ms_source *source, ms_batch *batch) {
       continue;
     }
     const unsigned char *p = cs->chunk;
-    size_t units = (size_t)(cs->chunk_end - p) / UNIT;
+    int rt = cs->rt_layout;
+    size_t step = rt ? 8 : UNIT, units = (size_t)(cs->chunk_end - p) / step;
     if (!cs->sampling) {
-      size_t room = batch->capacity - count;
+      size_t room = batch->capacity - count, n = units < room ? units : room;
       size_t copied =
-          copy_accesses(p, units < room ? units : room, cs->thread, site_count, out + count);
+          rt ? copy_rt_words(p, n, cs->thread,
+                             site_count < MS_RT_SHORT_SITES ? site_count : MS_RT_SHORT_SITES,
+                             cs->site_tails, out + count)
+             : copy_accesses(p, n, cs->thread, site_count, out + count);
       count += copied;
-      p += copied * UNIT;
+      p += copied * step;
       cs->chunk = p;
       if (copied == units || count == batch->capacity) continue;
     }
-    uint64_t a = read_u64(p), b = read_u64(p + 8);
-    unsigned tag = (unsigned)(b >> 8) & 0xff;
-    uint32_t site = (uint32_t)(b >> 32);
-    if (tag <= TAG_MODIFY) {
-      if (site >= site_count)
-        return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u", site);
-      cs->chunk = p + UNIT;
-      if (cs->sample_left == 0) { /* here only when sampling */
+    ms_access access;
+    size_t bytes = UNIT;
+    int is_access;
+    if (rt) {
+      is_access = rt_record(cs, p, &site_count, &access, &bytes);
+      if (is_access < 0) return is_access;
+    } else {
+      uint64_t a = read_u64(p), b = read_u64(p + 8);
+      unsigned tag = (unsigned)(b >> 8) & 0xff;
+      uint32_t site = (uint32_t)(b >> 32);
+      is_access = tag <= TAG_MODIFY;
+      if (is_access) {
+        if (site >= site_count)
+          return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u",
+                              site);
+        access = (ms_access){.address = a,
+                             .site = site,
+                             .thread = cs->thread,
+                             .size = (uint8_t)b,
+                             .kind = (uint8_t)tag};
+      } else {
+        long taken = control_unit(cs, p, &site_count);
+        if (taken < 0) return (int)taken;
+        bytes = (size_t)taken * UNIT;
+      }
+    }
+    cs->chunk = p + bytes;
+    if (!is_access) continue;
+    if (cs->sampling) {
+      if (cs->sample_left == 0) {
         cs->sample_recording = !cs->sample_recording;
         cs->sample_left = cs->sample_recording ? info->sample_on : info->sample_off;
       }
       cs->sample_left--;
       if (!cs->sample_recording) continue;
-      out[count++] = (ms_access){.address = a,
-                                 .site = site,
-                                 .thread = cs->thread,
-                                 .size = (uint8_t)b,
-                                 .kind = (uint8_t)tag};
-    } else {
-      long taken = control_unit(cs, p, &site_count);
-      if (taken < 0) return (int)taken;
-      cs->chunk = p + (size_t)taken * UNIT;
     }
+    out[count++] = access;
   }
   batch->count = count;
   return (int)count;
@@ -415,6 +533,7 @@ static void capture_destroy(ms_source *source) {
     free(cs->names[i].file);
   }
   free(cs->names);
+  free(cs->site_tails);
   for (size_t i = 0; i < cs->object_count; i++)
     free(cs->objects[i].path);
   free(cs->objects);
@@ -595,9 +714,12 @@ static int expect_hello(capture_source *cs, const char *program) {
   if (rc == 0 && read_u64(cs->buffer) == MS_VG_MAGIC &&
       ((read_u64(cs->buffer + 8) >> 8) & 0xff) == TAG_HELLO) {
     uint32_t version = (uint32_t)(read_u64(cs->buffer + 8) >> 32);
-    if (version != MS_VG_VERSION)
-      return ms_error_set(MS_ERR_UNSUPPORTED, "memsnap Valgrind tool speaks protocol %u, not %u",
-                          version, MS_VG_VERSION);
+    if (version != MS_VG_VERSION && version != MS_RT_VERSION)
+      return ms_error_set(MS_ERR_UNSUPPORTED,
+                          "the capture channel speaks protocol %u, not %u (Valgrind tool) or %u "
+                          "(memsnap runtime)",
+                          version, MS_VG_VERSION, MS_RT_VERSION);
+    cs->rt_layout = version == MS_RT_VERSION;
     cs->start += UNIT;
     return MS_OK;
   }

@@ -3,9 +3,10 @@
  * Model. Programs built by memsnap-cc call __sanitizer_cov_loadN / __sanitizer_cov_storeN
  * (clang SanitizerCoverage trace-loads,trace-stores; N = 1, 2, 4, 8, 16) with the address
  * of every IR load and store, just before the access. The site of an access is the
- * callback's return address. Each thread appends {address, site | kind | size} to its own
- * buffer, already in the unit layout of memsnap's capture protocol (../protocol.h, the
- * same as the Valgrind tool's), taking the site from its own pc -> site cache (no lock,
+ * callback's return address. Each thread appends one 8-byte word, address | site << 48, to
+ * its own buffer, already in the layout of memsnap's capture protocol (../protocol.h,
+ * version 4; the thread, size and kind are known from the stream and the site's
+ * definition), taking the site from its own pc -> site cache (no lock,
  * no call but the callback itself); a full buffer is copied by its own thread, under one
  * process-wide lock, into the shared-memory slots that a
  * memsnap process parses and encodes into .mtr: `memsnap record` itself (MEMSNAP_RT_CHANNEL
@@ -67,14 +68,16 @@ __attribute__((used, retain, section(".memsnap_rt"))) EXPORT const char memsnap_
 
 enum { STATE_UNINIT = 0, STATE_INITIALIZING, STATE_ACTIVE, STATE_OFF };
 
-/* A buffered access, already in the channel's unit layout (../protocol.h): the address,
- * and site << 32 | kind << 8 | size. A full buffer is copied into the slots as it is. */
-typedef struct record {
-  uint64_t address;
-  uint64_t meta;
-} record;
+/* A buffered access, already in the channel's layout (../protocol.h, MS_RT_VERSION): the
+ * word address | site << 48, for a site below MS_RT_SHORT_SITES and an address below
+ * 2^48; any other access is a long form of three words (MS_RT_ESCAPE_LONG, address, and
+ * bytes 8..15 of its ms_access). A full buffer is copied into the slots as it is: 8 bytes
+ * per access cross the shared memory instead of 16, on both sides (see DESIGN.md). */
+typedef uint64_t record;
+#define ADDRESS_BOUND (1ull << 48)
 
-/* Each thread's own direct-mapped cache return address -> site (unit bits site << 32),
+/* Each thread's own direct-mapped cache return address -> site << 48 (sites below
+ * MS_RT_SHORT_SITES only: the others always take the slow path, and a long form),
  * indexed by the low bits of the return address (call sites 5+ bytes apart never collide
  * within 4 KiB of code); filled under the lock on a miss, read by its owner only. */
 #define THREAD_SITES 4096
@@ -83,17 +86,19 @@ typedef struct thread_site {
   uint64_t bits;
 } thread_site;
 
-/* 4 Ki accesses (64 KiB) per thread buffer, so that the flush's memcpy reads from L2
+/* 4 Ki accesses (32 KiB of words; 64 KiB of 16-byte units before version 4) per thread
+ * buffer, so that the flush's copy reads from L2
  * (512 KiB per core here). Measured against 64 Ki (1 MiB), program-side CPU of MEMSNAP_OUT
  * runs, best of 7, interleaved: matmul 320 0.288 -> 0.258 s and 0.362 -> 0.340 s, stream_add
  * 8M 0.241 -> 0.235 s and 0.231 -> 0.227 s; 1 Ki measured the same as 4 Ki. */
 #define THREAD_RECORDS (1u << 12)
+#define RECORD_SLACK 2 /* a long form (3 words) fits wherever a short one does */
 
 typedef struct rt_thread {
   record *records;
   record *pos; /* the next free record: written by the owner only; read by a finalizing thread */
   record *end; /* the hot path records while pos < end */
-  uint64_t unused; /* so that sites start at 64: no entry straddles two cache lines */
+  uint64_t address_bound; /* ADDRESS_BOUND: the hot path's bound on short addresses */
   uint64_t on_left;
   uint32_t limit_base; /* count when end was last set */
   uint32_t flushed;    /* records [0, flushed) already sent by a finalizing thread */
@@ -150,7 +155,11 @@ static pthread_key_t thread_key;
 static int notice_fd = -1, credit_fd = -1;
 static unit *slots;
 static uint32_t slot_index, slots_in_flight;
-static unit *slot_pos, *slot_end;
+static uint64_t *slot_pos, *slot_end; /* in 8-byte words */
+#define SLOT_WORDS ((size_t)MS_VG_SLOT_UNITS * 2)
+static inline uint64_t *slot_words(uint32_t index) {
+  return (uint64_t *)(void *)slots + (size_t)index * SLOT_WORDS;
+}
 static uint32_t last_thread = UINT32_MAX;
 static int channel_broken;
 
@@ -308,22 +317,29 @@ static const object *object_of(uint64_t pc, int in_signal) {
 #define SLOT_UNITS MS_VG_SLOT_UNITS
 #define SLOT_COUNT 8
 
+/* A notice on the pipe (HELLO, CHUNK, SIGNAL): the version 2 layout of every sender. */
 static inline uint64_t pack(uint32_t site, uint32_t tag, uint32_t size, uint32_t extra) {
   return (uint64_t)site << 32 | (uint64_t)extra << 16 | (uint64_t)tag << 8 | size;
 }
 
+/* A unit in a slot (MS_RT_VERSION): the layout of ms_access's second half, `field` the
+ * thread of an access or the payload units of a SITE. */
+static inline uint64_t pack_slot(uint32_t site, uint32_t tag, uint32_t size, uint32_t field) {
+  return (uint64_t)tag << 56 | (uint64_t)size << 48 | (uint64_t)(field & 0xffff) << 32 | site;
+}
+
 static void break_channel(void) {
   channel_broken = 1;
-  slot_pos = slots; /* records keep landing in slot 0, never sent */
+  slot_pos = slot_words(0); /* records keep landing in slot 0, never sent */
 }
 
 /* Hands the current slot to the reader and moves to the next free one. */
 static void submit_slot(void) {
   if (channel_broken) {
-    slot_pos = slots;
+    slot_pos = slot_words(0);
     return;
   }
-  unit notice = {(uint64_t)(slot_pos - (slots + (size_t)slot_index * SLOT_UNITS)) * sizeof(unit),
+  unit notice = {(uint64_t)(slot_pos - slot_words(slot_index)) * sizeof(uint64_t),
                  pack(slot_index, TAG_CHUNK, 0, 0)};
   if (write_all(notice_fd, &notice, sizeof notice) != 0) {
     break_channel();
@@ -341,18 +357,29 @@ static void submit_slot(void) {
     slots_in_flight -= (uint32_t)n < slots_in_flight ? (uint32_t)n : slots_in_flight;
   }
   slot_index = (slot_index + 1) % SLOT_COUNT;
-  slot_pos = slots + (size_t)slot_index * SLOT_UNITS;
-  slot_end = slot_pos + SLOT_UNITS;
+  slot_pos = slot_words(slot_index);
+  slot_end = slot_pos + SLOT_WORDS;
 }
 
+/* A payload unit (two words); the caller made sure that its control unit does not straddle
+ * two slots. */
 static inline void put_unit(uint64_t a, uint64_t b) {
-  slot_pos->a = a;
-  slot_pos->b = b;
-  if (++slot_pos == slot_end) submit_slot();
+  slot_pos[0] = a;
+  slot_pos[1] = b;
+  slot_pos += 2;
+  if (slot_pos == slot_end) submit_slot();
+}
+
+/* A control unit: the escape word, then the unit, in one slot, with `payload` units after
+ * it in the same slot. */
+static inline void put_control(uint64_t a, uint64_t b, size_t payload) {
+  if ((size_t)(slot_end - slot_pos) < 3 + 2 * payload) submit_slot();
+  *slot_pos++ = MS_RT_ESCAPE_CONTROL;
+  put_unit(a, b);
 }
 
 static void submit_partial_slot(void) {
-  if (slot_pos > slots + (size_t)slot_index * SLOT_UNITS) submit_slot();
+  if (slot_pos > slot_words(slot_index)) submit_slot();
 }
 
 /*------------------------------------------------------------*/
@@ -401,7 +428,7 @@ static uint64_t call_address(uint64_t return_address) {
                                                                    : return_address - 1;
 }
 
-static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
+static void emit_site(uint32_t id, uint64_t return_address, uint64_t low, int in_signal) {
   uint64_t pc = call_address(return_address);
   const object *o = object_of(pc, in_signal);
   const char *path = o ? o->path : "";
@@ -409,9 +436,8 @@ static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
   if (length > 4000) length = 4000;
   /* payload: bias, line, then "path\0" "\0" "\0", zero padded */
   size_t extra = 1 + (length + 3 + sizeof(unit) - 1) / sizeof(unit);
-  if ((size_t)(slot_end - slot_pos) <= extra + 1) submit_slot(); /* never straddles */
-  put_unit(pc, pack(id, TAG_SITE, 0, (uint32_t)extra));
-  put_unit(o ? o->bias : 0, 0);
+  put_control(pc, pack_slot(id, TAG_SITE, 0, (uint32_t)extra), extra); /* never straddles */
+  put_unit(o ? o->bias : 0, (low & 0xffff) << 32); /* line 0, then size | kind << 8 */
   unit text[4004 / sizeof(unit) + 1];
   memset(text, 0, (extra - 1) * sizeof(unit));
   memcpy(text, path, length);
@@ -419,7 +445,7 @@ static void emit_site(uint32_t id, uint64_t return_address, int in_signal) {
     put_unit(text[i].a, text[i].b);
 }
 
-static uint32_t site_of(uint64_t pc, int in_signal) {
+static uint32_t site_of(uint64_t pc, uint64_t low, int in_signal) {
   site_entry *cached = &site_cache[(pc ^ pc >> 12) & (SITE_CACHE - 1)];
   if (LIKELY(cached->pc == pc)) return cached->id;
   if (site_count * 2 >= site_capacity && grow_sites() != 0) return 0;
@@ -428,7 +454,7 @@ static uint32_t site_of(uint64_t pc, int in_signal) {
     j = (j + 1) & (site_capacity - 1);
   if (!site_table[j].pc) {
     site_table[j] = (site_entry){pc, site_count++};
-    emit_site(site_table[j].id, pc, in_signal);
+    emit_site(site_table[j].id, pc, low, in_signal);
   }
   *cached = site_table[j];
   return cached->id;
@@ -449,25 +475,31 @@ static void convert(rt_thread *t, uint32_t count, int in_signal) {
   (void)in_signal;
   if (t->flushed >= count) return;
   if (t->id != last_thread) {
-    put_unit(t->id, pack(0, TAG_THREAD, 0, 0));
+    put_control(t->id, pack_slot(0, TAG_THREAD, 0, 0), 0);
     last_thread = t->id;
   }
   const record *from = t->records + t->flushed;
-  size_t left = count - t->flushed;
-  while (left > 0) {
-    size_t room = (size_t)(slot_end - slot_pos), n = left < room ? left : room;
-    /* Non-temporal stores: the slot's lines are not pulled into this core's cache only to be
-     * read by memsnap on another core. Against memcpy, interleaved best of 5: program CPU
-     * matmul 320 0.261 -> 0.240 s, stream_add 8M 0.239 -> 0.218 s; program + memsnap CPU
-     * matmul 0.569 -> 0.532 s, stream_add 0.375 -> 0.336 s (the reader does not lose). */
-    for (size_t i = 0; i < n; i++)
-      _mm_stream_si128((__m128i *)(slot_pos + i), _mm_load_si128((const __m128i *)(from + i)));
-    _mm_sfence();
-    from += n;
-    left -= n;
-    slot_pos += n;
-    if (slot_pos == slot_end) submit_slot();
+  size_t n = count - t->flushed; /* at most THREAD_RECORDS + RECORD_SLACK: fits in a slot */
+  /* whole in one slot, so that no long form straddles two */
+  if ((size_t)(slot_end - slot_pos) < n) submit_slot();
+  /* Non-temporal stores: the slot's lines are not pulled into this core's cache only to be
+   * read by memsnap on another core. Against memcpy, interleaved best of 5: program CPU
+   * matmul 320 0.261 -> 0.240 s, stream_add 8M 0.239 -> 0.218 s; program + memsnap CPU
+   * matmul 0.569 -> 0.532 s, stream_add 0.375 -> 0.336 s (the reader does not lose).
+   * 16 bytes at a time from the first 16-byte boundary of the slot (words after a control
+   * unit of 3 start on an 8-byte one). */
+  uint64_t *to = slot_pos;
+  size_t i = 0;
+  if (n > 0 && ((uintptr_t)to & 15)) {
+    _mm_stream_si64((long long *)to, (long long)from[0]);
+    i = 1;
   }
+  for (; i + 2 <= n; i += 2)
+    _mm_stream_si128((__m128i *)(void *)(to + i), _mm_loadu_si128((const __m128i *)(from + i)));
+  if (i < n) _mm_stream_si64((long long *)(to + i), (long long)from[i]);
+  _mm_sfence();
+  slot_pos += n;
+  if (slot_pos == slot_end) submit_slot();
 }
 
 /* The owner flushes its whole buffer. */
@@ -524,9 +556,10 @@ static rt_thread *thread_new(void) {
   rt_thread *t = free_threads;
   if (t) {
     free_threads = t->next;
+    memset(t->sites, 0, sizeof t->sites); /* their bits name the previous owner */
   } else {
     t = map_zeroed(sizeof *t);
-    record *records = t ? map_zeroed(THREAD_RECORDS * sizeof *records) : NULL;
+    record *records = t ? map_zeroed((THREAD_RECORDS + RECORD_SLACK) * sizeof *records) : NULL;
     if (!records) {
       unlock();
       return NULL;
@@ -539,6 +572,7 @@ static rt_thread *thread_new(void) {
   memset(ms_rt_skips, 0, sizeof ms_rt_skips);
   t->on_left = sample_on;
   t->id = thread_ids++;
+  t->address_bound = ADDRESS_BOUND;
   t->live = 1;
   set_limit(t);
   t->next = threads;
@@ -578,14 +612,15 @@ static int skip_off(rt_thread *t, uint64_t pc) {
   return 0;
 }
 
-/* The site bits of pc for thread t: from its cache, else from the process-wide table under
- * the lock (a new site's SITE unit goes into the channel now, before any access of it).
+/* The unit bits of an access by thread t at pc, whose callback passes `low` (kind << 8 |
+ * size): from its cache, else from the process-wide table under the lock (a new site's
+ * SITE unit goes into the channel now, before any access of it).
  * 0 if the lock is this thread's already (a signal handler interrupted a flush): the
  * access is then dropped. */
-static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
+static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t low, uint32_t *site) {
   thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
   if (e->pc == pc) {
-    *bits = e->bits;
+    *site = (uint32_t)(e->bits >> 48);
     return 1;
   }
   if (lock_held) return 0;
@@ -593,12 +628,34 @@ static int thread_site_of(rt_thread *t, uint64_t pc, uint64_t *bits) {
   int ok =
       ms_rt_state == STATE_ACTIVE && !channel_broken && (site_capacity != 0 || grow_sites() == 0);
   if (ok) {
-    e->bits = (uint64_t)site_of(pc, 0) << 32;
-    e->pc = pc;
-    *bits = e->bits;
+    *site = site_of(pc, low, 0);
+    if (*site < MS_RT_SHORT_SITES) { /* the others are never cached: always a long form */
+      e->bits = (uint64_t)*site << 48;
+      e->pc = pc;
+    }
   }
   unlock();
   return ok;
+}
+
+/* The slow path's record: a short word, or a long form (which settles the sampling count
+ * of the ON phase, since its three words are one access). Room: pos < end, and the buffer
+ * has RECORD_SLACK words beyond THREAD_RECORDS. */
+static void put_record(rt_thread *t, uint64_t address, uint32_t site, uint64_t low) {
+  record *p = t->pos;
+  if (LIKELY(site < MS_RT_SHORT_SITES && address < ADDRESS_BOUND)) {
+    *p = address | (uint64_t)site << 48;
+    __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
+    return;
+  }
+  if (sample_on) t->on_left -= count_of(t) - t->limit_base;
+  p[0] = MS_RT_ESCAPE_LONG;
+  p[1] = address;
+  p[2] = pack_slot(site, (uint32_t)(low >> 8) & 0xff, (uint32_t)low & 0xff, t->id);
+  __atomic_store_n(&t->pos, p + 3, __ATOMIC_RELEASE);
+  if (sample_on) t->on_left -= 1;
+  if (count_of(t) >= THREAD_RECORDS) flush_own(t);
+  set_limit(t); /* an ON phase that ends here: the next access goes to the slow path */
 }
 
 /* Everything but the callbacks' fast path: the first access (initialization), a thread's
@@ -630,11 +687,9 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
     }
     set_limit(t);
   }
-  uint64_t bits;
-  if (!thread_site_of(t, pc, &bits)) return;
-  record *p = t->pos;
-  *p = (record){address, bits | low};
-  __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
+  uint32_t site;
+  if (!thread_site_of(t, pc, low, &site)) return;
+  put_record(t, address, site, low);
 }
 
 #define LOW(size, kind) ((uint64_t)(kind) << 8 | (uint64_t)(size))
@@ -656,8 +711,9 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
  * vector ones, then calls ms_rt_slow_path. Offsets into rt_thread are checked below. */
 _Static_assert(STATE_OFF == 3 && SKIP_CLASSES == 16, "asm: STATE_OFF, SKIP_CLASSES");
 _Static_assert(offsetof(rt_thread, pos) == 8 && offsetof(rt_thread, end) == 16 &&
-                   offsetof(rt_thread, sites) == 64 && sizeof(thread_site) == 16 &&
-                   offsetof(thread_site, bits) == 8 && THREAD_SITES == 4096,
+                   offsetof(rt_thread, address_bound) == 24 && offsetof(rt_thread, sites) == 64 &&
+                   sizeof(thread_site) == 16 && offsetof(thread_site, bits) == 8 &&
+                   THREAD_SITES == 4096,
                "asm: rt_thread layout");
 
 /* 0: not probed yet, 1: XSAVE, 2: FXSAVE (no OSXSAVE: SSE state only). */
@@ -681,20 +737,21 @@ __asm__(".text\n"
         "  movq %fs:ms_rt_self@tpoff, %rax\n" /* t */
         "  testq %rax, %rax\n"
         "  je 6f\n"
-        "  movl (%rsp), %esi\n" /* the return address: pc */
+        "  movq (%rsp), %rcx\n" /* the return address: pc */
+        "  movl %ecx, %esi\n"
         "  andl $4095, %esi\n"
         "  shll $4, %esi\n"
-        "  movq (%rsp), %rcx\n"
         "  cmpq %rcx, 64(%rax,%rsi)\n" /* t->sites[pc & 4095].pc */
         "  jne 6f\n"
-        "  movq 72(%rax,%rsi), %rsi\n" /* .bits */
-        "  orq $\\low, %rsi\n"
+        "  cmpq 24(%rax), %rdi\n" /* address >= t->address_bound: a long form */
+        "  jae 6f\n"
+        "  movq 72(%rax,%rsi), %rsi\n" /* .bits: site << 48 */
+        "  orq %rdi, %rsi\n"
         "  movq 8(%rax), %rcx\n" /* p = t->pos */
         "  cmpq 16(%rax), %rcx\n"
         "  jae 6f\n"
-        "  movq %rdi, (%rcx)\n"
-        "  movq %rsi, 8(%rcx)\n"
-        "  addq $16, %rcx\n"
+        "  movq %rsi, (%rcx)\n"
+        "  addq $8, %rcx\n"
         "  movq %rcx, 8(%rax)\n" /* t->pos = p + 1 (a release store on x86) */
         "  movq -8(%rsp), %rax\n"
         "  movq -16(%rsp), %rcx\n"
@@ -824,9 +881,8 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
       }
     } else if (LIKELY(p < t->end)) {
       const thread_site *e = &t->sites[pc & (THREAD_SITES - 1)];
-      if (LIKELY(e->pc == pc)) {
-        p->address = address;
-        p->meta = e->bits | low;
+      if (LIKELY(e->pc == pc && address < ADDRESS_BOUND)) {
+        *p = address | e->bits;
         __atomic_store_n(&t->pos, p + 1, __ATOMIC_RELEASE);
         return;
       }
@@ -905,7 +961,7 @@ static void finish(int status) {
   }
   if (locked && !channel_broken) {
     flush_all(0);
-    put_unit((uint64_t)(int64_t)status, pack(0, TAG_EXIT, 0, 0));
+    put_control((uint64_t)(int64_t)status, pack_slot(0, TAG_EXIT, 0, 0), 0);
     submit_partial_slot();
   }
   __atomic_store_n(&ms_rt_state, STATE_OFF, __ATOMIC_RELEASE);
@@ -984,14 +1040,14 @@ static int map_slots(int shm) {
   slots = map;
   slot_index = 0;
   slots_in_flight = 0;
-  slot_pos = slots;
-  slot_end = slots + SLOT_UNITS;
+  slot_pos = slot_words(0);
+  slot_end = slot_pos + SLOT_WORDS;
   channel_broken = 0;
   return 0;
 }
 
 static int send_hello(void) {
-  unit hello = {MS_VG_MAGIC, pack(MS_VG_VERSION, TAG_HELLO, 0, 0)};
+  unit hello = {MS_VG_MAGIC, pack(MS_RT_VERSION, TAG_HELLO, 0, 0)};
   return write_all(notice_fd, &hello, sizeof hello);
 }
 
