@@ -798,8 +798,10 @@ static inline FAST_TARGET uint32_t walk_key_wide(uint64_t *tree, const uint64_t 
   uint64_t seen_lo = (uint64_t)_mm_cvtsi128_si64(seen), same_lo = (uint64_t)_mm_cvtsi128_si64(same);
   uint64_t seen_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(seen, seen));
   uint64_t same_hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(same, same));
-  uint32_t seen_bits = (uint32_t)pext64(seen_lo, path[0]) | (uint32_t)(seen_hi != 0) << 6;
-  uint32_t same_bits = (uint32_t)pext64(same_lo, path[0]) | (uint32_t)(same_hi != 0) << 6;
+  /* The deepest node is the one bit of path[1]: PEXT gives it too (2 instructions, not 4;
+   * callgrind: stream_add 101.5 -> 99.5 instructions per access, matmul 168.4 -> 167.7). */
+  uint32_t seen_bits = (uint32_t)(pext64(seen_lo, path[0]) | pext64(seen_hi, path[1]) << 6);
+  uint32_t same_bits = (uint32_t)(pext64(same_lo, path[0]) | pext64(same_hi, path[1]) << 6);
   return (seen_bits + 1) | same_bits; /* nothing visited: 1, never folded */
 }
 #endif
