@@ -44,35 +44,42 @@
  * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
  * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
  * last line gets the newest time. New lines, accesses spanning lines and time renumbering go
- * through the general reference() (reference_slow, not inlined). Positions and walks are counted in
- * local histograms folded at the end of the batch; a walk is one increment of a histogram keyed by
- * 1 << visits | same-half mask. The loop is compiled twice (POPCNT where the CPU has it) plus a
- * variant with BMI2 that gathers the walk's mask with PEXT and walks a 7-level tree's two words at
- * once in SSE2 registers, taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose
- * PEXT is microcode; the bench machine is a Zen 3, family 25). Records are prefetched
- *   PREFETCH_AHEAD accesses ahead when the previous batch left the window for more than 1
- *   access in 8 (even matmul, whose ~300 records fit in L2, is faster with it: 19.5 vs
- *   21.6 ns per access without, although 11 instructions per access fewer).
- *   Callgrind, first 2M accesses of the bench traces (bench/run-signature.sh), model
- *   instructions per access before -> after: stream_add 129 -> 96, matmul 255 -> 164,
- *   stencil2d 127 -> 89, gather 130 -> 95, linked_list 171 -> 122. CPU time (bench_signature,
- *   ns per access, interleaved with the old model on the loaded machine, load ~3, two
- *   rounds): stream_add 17.6/18.9 -> 14.1/14.3, matmul 27.2/26.1 -> 19.6/21.3, stencil2d
- *   14.2/15.9 -> 10.5/10.9, gather 30.6/32.3 -> 27.4/25.2, linked_list 30.3/31.7 -> 25.3/24.8
- *   (before the paired window, neutral in CPU time: matmul 20.6/20.4 -> 19.9/20.2).
- *   Outputs byte-identical (the five bench traces, whole program and per site,
- *   widths 256/8, 512/4, 4096/4, and two sampled runs); test_loops_agree checks the loop
- *   with and without PEXT and the general per-site loop against each other.
+ * through the general reference() (reference_slow, not inlined). Positions are counted in local
+ * histograms folded at the end of the batch; a walk's outcome is a 16-bit key (bin, 1 << visits |
+ * same-half mask) written to a buffer that count_keys adds to the walk histograms every 512
+ * keys (an increment in the loop, its address known late, stalled the loads after it). The
+ *   loop is compiled twice (POPCNT where the CPU has it) plus a variant with BMI2 that gathers
+ *   the walk's mask with PEXT and walks a 7-level tree's two words at once in SSE2 registers,
+ *   taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose PEXT is microcode;
+ *   the bench machine is a Zen 3). Records are prefetched PREFETCH_AHEAD accesses ahead when
+ *   the previous batch left the window for more than 1 access in 8 (even matmul, whose ~300
+ *   records fit in L2, is faster with it). Line keys hash by their product's top bits.
+ *   Measured (this round; the machine shared, load 3-5): callgrind, first 2M accesses of the
+ *   bench traces (bench/run-signature.sh), model instructions per access before -> after:
+ *   stream_add 96 -> 99.5, matmul 164 -> 168, stencil2d 89 -> 93, gather 95 -> 99,
+ *   linked_list 122 -> 128 (the key buffer costs 6-10, the hash and PEXT save 3-7), yet CPU
+ *   time (bench_signature, ns per access, best of 3 interleaved runs of 3) stream_add 13.2 ->
+ *   10.7, matmul 16.2 -> 15.2 (the hash alone: 16.8 -> 14.2 in one round), stencil2d 10.4 -> 9.3,
+ * gather 22.1 -> 24.1 (then 23.2-26.7 -> 21.0-25.2: noise), linked_list 26.8 -> 25.0. Outputs
+ *   byte-identical (the five bench traces, whole program and per site, widths 256/8, 512/4,
+ *   4096/4, sampled warm and cold); test_loops_agree checks the loop with and without PEXT
+ *   and the general per-site loop against each other.
  *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
- *   instructions) and 16 (no change); an AVX2 scan of the window (two 4-lane compares:
- *   matmul 197 -> 185 instructions per access, but stream_add 13-16 -> 18-20 ns per access:
- *   the 32-byte loads of the window right after the shift's 8-byte stores cannot be
- *   forwarded); no prefetch when the last batch's references outside the window were all
- *   within 2^12 lines (above); memmove for the shift of a miss (a call: 192 -> 195).
+ *   instructions) and 16 (no change); an AVX2 scan of the window (its 32-byte loads span
+ *   earlier smaller stores and cannot be forwarded: stream_add 13-16 -> 18-20 ns per access;
+ *   an AVX2 shift would load the same way); the PEXT variant compiled for AVX2 (VEX forms:
+ *   5 instructions per access fewer, no change in time); 2 or 4 copies of the walk
+ *   histograms alternating by access instead of the key buffer (no change: the stall is not
+ *   a chain of increments of one counter); no prefetch when the last batch's references
+ *   outside the window were all within 2^12 lines; memmove for the shift of a miss (a call).
  *   The live path (`memsnap signature -- PROG`) hands the capture's batches of 4096 straight
  *   to ms_signature_model_add (no copy, conversion or allocation per batch besides the
- *   capture's own copy out of its shared slot). perf of matmul 300 live, before this round:
- *   the model 56% of the samples of both processes, the capture's parsing 4%.
+ *   capture's own copy out of its shared slot). perf of matmul 300 live (2 cores, load ~3,
+ *   before this round): memsnap 52% of the samples of both processes (the model 42.5%, the
+ *   capture's parsing 4.6%), Valgrind 47%: the model is the bottleneck and the parsing is
+ *   not, so a model thread pipelined with the parsing could take at most the parsing's ~9% of
+ *   memsnap's time off its critical path, while a third busy thread on 2 cores takes time
+ *   from Valgrind; the model's own time is what this round cut.
  * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
  *   find the record, set the path's bits and the last word; no stack position, nothing
  *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
