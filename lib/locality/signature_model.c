@@ -983,7 +983,7 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
   unsigned table_shift = model->table_shift;
   uint64_t *time_bits = model->time_bits;
   uint32_t *time_state = model->time_state, *word_fenwick = model->word_fenwick;
-  uint64_t hits[WINDOW] = {0}, slow = 0, outside = 0;
+  uint64_t hits[WINDOW] = {0}, slow = 0, outside = 0, cold = 0;
   uint16_t keys[KEY_CHUNK];
   uint32_t key_count = 0;
   uint64_t positions[MS_SIGNATURE_DEPTHS + 1] = {0};
@@ -1029,16 +1029,29 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
       continue;
     }
     if (!s.full || s.now == TIME_SLOTS - 1) goto general;
-    /* Outside the window: the line's record, if it has one (a new line: the general path). */
+    /* Outside the window: the line's record, created if the line is new and the table need
+     * not grow (a new record is zero: its walk visits nothing and counts nothing). New lines
+     * went through reference_slow before (~500 instructions with the copies of the loop's
+     * state): stream_add, 3 new lines in 192 accesses, 9.8 -> 9.5 ns per access (best of 4
+     * interleaved, load ~5), gather 18.5 -> 19.3 (noise: 19-27 on this machine). */
     uint64_t key = line + 1, *record;
     size_t at = hash_slot(key, table_shift);
+    int created = 0;
     while ((record = h.table + (at << h.record_shift))[RECORD_KEY] != key) {
-      if (!record[RECORD_KEY]) goto general;
+      if (!record[RECORD_KEY]) {
+        if ((model->table_used + 1) * 2 > table_mask + 1) goto general; /* grow first */
+        model->table_used++;
+        record[RECORD_KEY] = key; /* time: far */
+        created = 1;
+        break;
+      }
       at = (at + 1) & table_mask;
     }
     uint32_t time = (uint32_t)record[RECORD_TIME], bin = MS_SIGNATURE_DEPTHS - 1;
     outside++;
-    if (time != TIME_FAR) { /* position: the window, then the marks after its time */
+    if (created) {
+      cold++;
+    } else if (time != TIME_FAR) { /* position: the window, then the marks after its time */
       uint32_t tword = time >> 6, bit = time & 63, current = s.now >> 6;
       uint32_t marks = popcount64(time_bits[tword] & (~1ull << bit)); /* after bit */
       if (current - tword < TREE_LAG) { /* the words after tword: bytes tword + 8 - current.. */
@@ -1095,6 +1108,7 @@ static inline __attribute__((always_inline)) int add_hist(ms_signature_model *mo
     counts->positions[window_bin[k]] += hits[k];
   }
   counts->references += outside;
+  counts->cold += cold;
   for (uint32_t bin = 0; bin <= MS_SIGNATURE_DEPTHS; bin++)
     counts->positions[bin] += positions[bin];
   model->slow_refs += slow + outside;
