@@ -40,10 +40,11 @@
  *   every access). The window is kept as 16-byte (line, record) pairs, shifted a pair at a
  *   time. A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the line itself
  *   after them ends the scan), a written-out shift and walk_hist. A reference outside a
- * full window to a known line is handled in the loop too: the table, the marks after its time (the
+ * full window is handled in the loop too (a new line gets its record there unless the table
+ * must grow): the table, the marks after its time (the
  * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
  * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
- * last line gets the newest time. New lines, accesses spanning lines and time renumbering go
+ * last line gets the newest time. Table growth, accesses spanning lines and time renumbering go
  * through the general reference() (reference_slow, not inlined). Positions are counted in local
  * histograms folded at the end of the batch; a walk's outcome is a 16-bit key (bin, 1 << visits |
  * same-half mask) written to a buffer that count_keys adds to the walk histograms every 512
