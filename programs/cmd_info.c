@@ -2,8 +2,9 @@
  *
  * Describes a trace: format, program and arguments, architecture, capture kind, threads,
  * accesses (per kind), sites, chunks, file size, bytes per access, truncation and exit
- * status. A .mtr file is described from its header and trailer alone; Lackey and din
- * traces carry no summary, so they are read through once to count.
+ * status. A .mtr file is described from its header and trailer alone (--check also decodes
+ * every chunk and compares the counts with the trailer's); Lackey and din traces carry no
+ * summary, so they are read through once to count.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -17,8 +18,10 @@
 #include "memsnap/trace.h"
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap info [--json] FILE\n"
-              "  --json  print the description as a JSON object\n");
+  fprintf(to, "usage: memsnap info [--json] [--check] FILE\n"
+              "  --json   print the description as a JSON object\n"
+              "  --check  also decode every access of a .mtr (its chunks' checksums and\n"
+              "           counts); other formats are always read through\n");
 }
 
 typedef struct trace_summary {
@@ -128,14 +131,17 @@ static void print_json(const char *path, const trace_summary *s, const ms_stream
 }
 
 int cmd_info(int argc, char **argv) {
-  static const struct option options[] = {
-      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  int json = 0, c;
+  static const struct option options[] = {{"json", no_argument, NULL, 'j'},
+                                          {"check", no_argument, NULL, 'c'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int json = 0, check = 0, c;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
+    case 'c': check = 1; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }
@@ -160,7 +166,25 @@ int cmd_info(int argc, char **argv) {
   } else {
     rc = count_by_streaming(path, &summary, &info);
   }
-  if (rc < 0) return cli_fail(argv[0]);
+  if (rc == 0 && check && summary.format == MS_FORMAT_MTR) {
+    /* every chunk decoded (the reader checks each one's checksum), counts against the
+     * trailer's */
+    trace_summary decoded = {.format = MS_FORMAT_MTR};
+    ms_stream_info scratch = {0};
+    rc = count_by_streaming(path, &decoded, &scratch);
+    ms_stream_info_clear(&scratch);
+    if (rc == 0 && memcmp(decoded.counts_by_kind, summary.counts_by_kind,
+                          sizeof decoded.counts_by_kind) != 0) {
+      ms_stream_info_clear(&info);
+      cli_error(argv[0], "%s: the chunks hold %" PRIu64 " accesses, the trailer says %" PRIu64,
+                path, decoded.accesses, summary.accesses);
+      return 1;
+    }
+  }
+  if (rc < 0) {
+    ms_stream_info_clear(&info);
+    return cli_fail(argv[0]);
+  }
   struct stat st;
   summary.file_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
   if (json)

@@ -102,6 +102,17 @@ static void test_truncated_mtr(void **state) {
   assert_one_line_error("cut.mtr", "offset");
   assert_true(memsnap("convert cut.mtr cut.din") != 0);
   assert_false(file_exists("cut.din"));
+  /* one byte changed a quarter into the file, among the chunks: info reads only the header
+   * and trailer and still describes the trace; --check decodes the chunks and fails */
+  assert_int_equal(memsnap("info --check whole.mtr"), 0);
+  assert_int_equal(test_run("cd %s && cp whole.mtr flipped.mtr && "
+                            "printf '\\377' | dd of=flipped.mtr bs=1 conv=notrunc status=none "
+                            "seek=$(( $(stat -c %%s whole.mtr) / 4 ))",
+                            dir),
+                   0);
+  assert_int_equal(memsnap("info flipped.mtr"), 0);
+  assert_true(memsnap("info --check flipped.mtr") != 0);
+  assert_one_line_error("flipped.mtr", "offset");
 }
 
 static void test_program_failures(void **state) {
