@@ -213,7 +213,6 @@ int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length
   rc = ms_seed_info_parse(ms_source_info(seed), path, &info);
   if (rc == 0)
     rc = ms_error_set(MS_ERR_ARG, "%s: not a trace seed (memsnap synth writes them)", path);
-  if (rc == 1 && info.length == 0) rc = ms_error_set(MS_ERR_FORMAT, "%s: empty seed", path);
   expansion_source *e = rc == 1 ? calloc(1, sizeof *e) : NULL;
   if (rc == 1 && !e) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (rc < 0) {
