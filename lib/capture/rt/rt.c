@@ -141,7 +141,13 @@ static inline void set_count(rt_thread *t, uint32_t n) {
   __atomic_store_n(&t->pos, t->records + n, __ATOMIC_RELEASE);
 }
 
-static __thread int lock_held __attribute__((tls_model("initial-exec"))); /* this thread's */
+/* This thread holds the lock or is taking it. */
+static __thread volatile sig_atomic_t lock_held __attribute__((tls_model("initial-exec")));
+/* A termination signal (kill, Ctrl-C) that landed while lock_held: unlock() raises it again.
+ * Handled at once, it would lose the flush it interrupted, and with it the records copied
+ * into the slot not yet submitted (up to a slot, 131072 records): a program killed while it
+ * waited for the writer's credits left a trace of only what the full slots held. */
+static __thread volatile sig_atomic_t deferred_signal __attribute__((tls_model("initial-exec")));
 
 __attribute__((visibility("hidden"))) int ms_rt_state; /* STATE_* */
 static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
@@ -183,16 +189,18 @@ static void pause_briefly(void) {
 }
 
 static void lock(void) {
+  lock_held = 1; /* first: a termination signal from here to unlock() waits for it */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
     pause_briefly();
   lock_owner = my_tid();
-  lock_held = 1;
 }
 
 /* For signal handlers and exit: 0 if the lock cannot be had, because this very thread
  * holds it (a signal interrupted its flush) or another one held it through `attempts`
  * waits of 50 us (-1: no limit). */
 static int lock_bounded_by(int attempts) {
+  if (lock_held) return 0;
   pid_t me = my_tid();
   for (int i = 0; attempts < 0 || i < attempts; i++) {
     if (!__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE)) {
@@ -209,9 +217,16 @@ static int lock_bounded_by(int attempts) {
 static int lock_bounded(void) { return lock_bounded_by(40000); } /* ~2 s */
 
 static void unlock(void) {
-  lock_held = 0;
   lock_owner = 0;
   __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  lock_held = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  int deferred = deferred_signal;
+  if (UNLIKELY(deferred)) {
+    deferred_signal = 0;
+    raise(deferred); /* the handler finds the lock free now */
+  }
 }
 
 /*------------------------------------------------------------*/
@@ -978,10 +993,19 @@ static void on_exit_handler(int status, void *arg) {
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
                                     SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 
-/* The SIGNAL notice goes on the notice socket itself (one 16-byte send), so that
- * it arrives even when the signal interrupted this thread inside a flush: then the slots
- * are in an unknown state and the records of that flush are lost. */
+/* A termination signal that lands while this thread holds the lock (inside a flush, or
+ * waiting for the writer's credits) is put off until unlock(), so the flush completes and
+ * nothing is lost. Any other signal there (a fault, which the runtime's own code does not
+ * cause) is handled at once: the SIGNAL notice goes on the notice socket itself (one
+ * 16-byte send), so that it arrives although the slots are in an unknown state; the
+ * records of that flush are lost. */
 static void fatal_handler(int signal_number) {
+  if (lock_held && !deferred_signal &&
+      (signal_number == SIGTERM || signal_number == SIGINT || signal_number == SIGQUIT ||
+       signal_number == SIGHUP)) {
+    deferred_signal = signal_number; /* never a fault: returning does not repeat it */
+    return;
+  }
   int saved = errno;
   unit notice = {(uint64_t)signal_number, pack(0, TAG_SIGNAL, 0, 0)};
   int locked = lock_bounded();
@@ -1201,6 +1225,7 @@ static void before_fork(void) {
 static void after_fork_parent(void) { unlock(); }
 
 static void after_fork_child(void) {
+  deferred_signal = 0; /* the parent's, which raises it when it unlocks */
   lock_held = 0;
   lock_owner = 0;
   lock_word = 0;
