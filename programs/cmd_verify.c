@@ -4,7 +4,12 @@
  * profile's selection (its `selection` line: all, the program's executable, or functions
  * and lines; lib/psnap/select.c); per thread, each access is compared with
  * the profile's replay of that thread (address, size and kind): the exact-match rate
- * overall and per site, and the first divergence with its site and index. Then the
+ * overall and per site, and the first divergence with its site and index. Each site's own
+ * accesses are also compared with its pattern alone, order aside (the k-th access of the
+ * site in the trace with the k-th address of its pattern): where the order is lossy (a
+ * walk over path counts) the streams part at once while every exact site may still be
+ * exact, and this says so. Sites are matched by instruction address, thread, kind and
+ * size, so that a live run whose site numbers differ is still compared. Then the
  * hit rates of the trace and of the whole replay (what `memsnap sim PROFILE` simulates)
  * on the 46 evaluation hierarchies of the catalog: mean and max absolute difference per
  * level, in percentage points.
@@ -34,10 +39,30 @@ typedef struct thread_replay {
   uint64_t index;
 } thread_replay;
 
+/* A profile site's own sequence: exact sites step through their pattern, lossless ones read
+ * their addresses; lossy sites (drawn from a histogram) are not compared this way. */
+typedef struct site_sequence {
+  ms_psnap_cursor strides;
+  int ready;
+  uint64_t next_address, position, stride_left;
+  int64_t stride;
+  uint64_t total, exact;
+} site_sequence;
+
+/* (pc, thread, kind, size) -> profile site, open addressing; key 0 is empty. */
+typedef struct site_key {
+  uint64_t pc, rest; /* rest: thread << 16 | kind << 8 | size, plus 1 << 40 when used */
+  uint32_t site;
+} site_key;
+
 typedef struct verify_state {
   ms_psnap_profile *profile;
   thread_replay *threads;
   uint64_t *site_total, *site_exact;
+  site_sequence *sequences;
+  site_key *keys;
+  uint32_t key_mask;
+  uint64_t own_compared, own_exact, own_unmatched;
   uint64_t compared, exact, extra, index, left_out;
   int diverged;
   char divergence[768];
@@ -57,9 +82,88 @@ static void describe_site(const ms_psnap_profile *p, uint32_t s, char *buf, size
   ms_site_describe(ms_site_table_get(p->info.sites, p->sites[s].trace_site), buf, size);
 }
 
-static void compare(verify_state *v, const ms_access *a) {
+static const char *ordinal_suffix(uint64_t n) {
+  if (n % 100 >= 11 && n % 100 <= 13) return "th";
+  return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+static uint64_t key_hash(uint64_t pc, uint64_t rest) {
+  uint64_t x = pc * 0x9e3779b97f4a7c15ULL ^ rest * 0xbf58476d1ce4e5b9ULL;
+  return x ^ x >> 29;
+}
+
+static uint64_t key_rest(uint32_t thread, unsigned kind, unsigned size) {
+  return (uint64_t)1 << 40 | (uint64_t)thread << 16 | (uint64_t)kind << 8 | size;
+}
+
+static int build_site_keys(verify_state *v) {
+  const ms_psnap_profile *p = v->profile;
+  uint32_t capacity = 16;
+  while (capacity < 2 * (uint64_t)p->site_count + 2)
+    capacity *= 2;
+  v->keys = calloc(capacity, sizeof *v->keys);
+  v->sequences = calloc(p->site_count + 1, sizeof *v->sequences);
+  if (!v->keys || !v->sequences) return -1;
+  v->key_mask = capacity - 1;
+  for (uint32_t s = 0; s < p->site_count; s++) {
+    const ms_psnap_site *site = &p->sites[s];
+    const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
+    uint64_t pc = where ? where->pc : 0, rest = key_rest(site->thread, site->kind, site->size);
+    uint64_t j = key_hash(pc, rest) & v->key_mask;
+    while (v->keys[j].rest && !(v->keys[j].pc == pc && v->keys[j].rest == rest))
+      j = (j + 1) & v->key_mask;
+    v->keys[j] = (site_key){pc, rest, s};
+    if (!site->lossy || site->addresses) {
+      site_sequence *q = &v->sequences[s];
+      if (!site->addresses && ms_psnap_cursor_init(&q->strides, &site->pattern, 1) < 0) return -1;
+      q->ready = 1;
+      q->next_address = site->first_address;
+    }
+  }
+  return 0;
+}
+
+/* The profile site of trace access a, or UINT32_MAX. */
+static uint32_t profile_site_of(verify_state *v, const ms_site_table *trace_sites,
+                                const ms_access *a) {
+  const ms_site *where = ms_site_table_get(trace_sites, a->site);
+  uint64_t pc = where ? where->pc : 0, rest = key_rest(a->thread, a->kind, a->size);
+  for (uint64_t j = key_hash(pc, rest) & v->key_mask; v->keys[j].rest; j = (j + 1) & v->key_mask)
+    if (v->keys[j].pc == pc && v->keys[j].rest == rest) return v->keys[j].site;
+  return UINT32_MAX;
+}
+
+/* The trace access a against the next address of its site's own sequence. */
+static void compare_own(verify_state *v, const ms_site_table *trace_sites, const ms_access *a) {
+  uint32_t s = profile_site_of(v, trace_sites, a);
+  if (s == UINT32_MAX) {
+    v->own_unmatched++;
+    return;
+  }
+  site_sequence *q = &v->sequences[s];
+  if (!q->ready) return; /* lossy */
+  const ms_psnap_site *site = &v->profile->sites[s];
+  uint64_t expected;
+  if (site->addresses) {
+    expected = q->position < site->count ? site->addresses[q->position] : 0;
+  } else {
+    expected = q->next_address;
+    if (q->stride_left == 0) q->stride_left = ms_psnap_cursor_run(&q->strides, UINT64_MAX, &q->stride);
+    q->next_address += (uint64_t)q->stride;
+    q->stride_left--;
+  }
+  int same = q->position < site->count && expected == a->address;
+  q->position++;
+  q->total++;
+  q->exact += same;
+  v->own_compared++;
+  v->own_exact += same;
+}
+
+static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_access *a) {
   ms_psnap_profile *p = v->profile;
   uint64_t index = v->index++;
+  compare_own(v, trace_sites, a);
   if (a->thread >= p->thread_count) {
     v->extra++;
     return;
@@ -78,14 +182,19 @@ static void compare(verify_state *v, const ms_access *a) {
   v->site_exact[s] += same;
   v->exact += same;
   if (!same && !v->diverged) {
-    char where[512];
-    describe_site(p, s, where, sizeof where);
+    char mine[512], theirs[512] = "";
+    describe_site(p, s, mine, sizeof mine);
+    uint32_t ts = profile_site_of(v, trace_sites, a);
+    if (ts == UINT32_MAX)
+      snprintf(theirs, sizeof theirs, "a site not in the profile");
+    else
+      snprintf(theirs, sizeof theirs, "site s%u", ts);
     snprintf(v->divergence, sizeof v->divergence,
-             "access %" PRIu64 " (thread %u, its access %" PRIu64 ", the %" PRIu64
-             "th of site s%u %s): trace %s 0x%" PRIx64 " %u, profile %s 0x%" PRIx64 " %u",
-             index, a->thread, thread_index, v->site_total[s] - 1, s, where,
-             ms_access_kind_name((ms_access_kind)a->kind), a->address, a->size,
-             ms_access_kind_name((ms_access_kind)r->kind), r->address, r->size);
+             "access %" PRIu64 " (thread %u, its access %" PRIu64 "): trace %s 0x%" PRIx64
+             " %u of %s, profile %s 0x%" PRIx64 " %u, the %" PRIu64 "%s access of site s%u %s",
+             index, a->thread, thread_index, ms_access_kind_name((ms_access_kind)a->kind),
+             a->address, a->size, theirs, ms_access_kind_name((ms_access_kind)r->kind), r->address,
+             r->size, v->site_total[s], ordinal_suffix(v->site_total[s]), s, mine);
     v->diverged = 1;
   }
 }
@@ -135,6 +244,10 @@ int cmd_verify(int argc, char **argv) {
     cli_error(argv[0], "out of memory");
     goto done;
   }
+  if (build_site_keys(&v) < 0) {
+    cli_error(argv[0], "out of memory");
+    goto done;
+  }
   if (ms_psnap_filter_new(profile.selection, &v.filter) < 0) {
     cli_fail(argv[0]);
     goto done;
@@ -176,7 +289,7 @@ int cmd_verify(int argc, char **argv) {
         v.left_out += keep == 0;
         continue;
       }
-      compare(&v, a);
+      compare(&v, ms_source_info(trace)->sites, a);
       kept.accesses[kept.count++] = *a;
     }
     if (n < 0) break;
@@ -220,18 +333,44 @@ int cmd_verify(int argc, char **argv) {
            v.extra, missing);
   else
     printf("first divergence: none\n");
+  /* each site's own accesses, order aside */
+  uint32_t exact_sites = 0, whole_sites = 0;
+  for (uint32_t s = 0; s < profile.site_count; s++)
+    if (v.sequences[s].ready && v.sequences[s].total) {
+      exact_sites++;
+      whole_sites += v.sequences[s].exact == v.sequences[s].total &&
+                     v.sequences[s].total == profile.sites[s].count;
+    }
+  printf("exact match per site (each site's own accesses, order aside): %.4f%% (%" PRIu64
+         " of %" PRIu64 " accesses of exact sites); %u of %u exact sites match entirely\n",
+         v.own_compared ? 100.0 * (double)v.own_exact / (double)v.own_compared : 100.0, v.own_exact,
+         v.own_compared, whole_sites, exact_sites);
+  if (v.own_unmatched)
+    printf("  %" PRIu64 " trace accesses from sites the profile does not have (instruction address,"
+           " thread, kind and size)\n",
+           v.own_unmatched);
+  for (uint32_t t = 0; t < profile.thread_count; t++)
+    if (profile.threads[t].lossy)
+      printf("  thread %u: the profile's order is lossy (path counts), so the streams part in"
+             " program order\n",
+             t);
   /* per site: the least exact first */
   uint64_t listed = 0;
-  printf("sites (lowest match rate first):\n");
+  printf("sites (lowest match rate first; in order, then own accesses):\n");
   for (int pass = 0; pass < 2 && listed < list_sites; pass++)
     for (uint32_t s = 0; s < profile.site_count && listed < list_sites; s++) {
       int exact = v.site_exact[s] == v.site_total[s];
       if (exact != pass) continue;
-      char where[512];
+      char where[512], own[32] = "     -   ";
       describe_site(&profile, s, where, sizeof where);
-      printf("  s%-5u %8.4f%% of %10" PRIu64 "  %-6s %s\n", s,
+      if (v.sequences[s].ready)
+        snprintf(own, sizeof own, "%8.4f%%",
+                 v.sequences[s].total
+                     ? 100.0 * (double)v.sequences[s].exact / (double)v.sequences[s].total
+                     : 100.0);
+      printf("  s%-5u %8.4f%% %s of %10" PRIu64 "  %-6s %s\n", s,
              v.site_total[s] ? 100.0 * (double)v.site_exact[s] / (double)v.site_total[s] : 100.0,
-             v.site_total[s], profile.sites[s].lossy ? "lossy" : "exact", where);
+             own, v.site_total[s], profile.sites[s].lossy ? "lossy" : "exact", where);
       listed++;
     }
   if (sets[0]) {
@@ -263,6 +402,10 @@ done:
   free(v.threads);
   free(v.site_total);
   free(v.site_exact);
+  for (uint32_t s = 0; v.sequences && s < profile.site_count; s++)
+    if (v.sequences[s].ready && !profile.sites[s].addresses) ms_psnap_cursor_free(&v.sequences[s].strides);
+  free(v.sequences);
+  free(v.keys);
   ms_psnap_profile_free(&profile);
   return status;
 }

@@ -11,6 +11,7 @@
  * - the live profile (built while the program runs) is the profile of its trace;
  * - a zstd-compressed profile is read by every command as its text.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +157,64 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
     assert_int_equal(test_memsnap_in(dir, "verify --no-cache exact.psnap %s", trace), 0);
     assert_out_contains("exact match: 100.0000%");
   }
+}
+
+/* verify compares each site's own accesses apart from the order: with a lossy order the
+ * streams part at once, yet every exact site still matches entirely; a site whose first
+ * address is edited is the one that no longer does. */
+static void verify_compares_each_site_apart_from_order(void **state) {
+  (void)state;
+  record("matmul", 20, "apart.mtr");
+  assert_int_equal(
+      test_memsnap_in(dir, "profile -q --order-cap 4 -f matmul -o apart.psnap apart.mtr"), 0);
+  char *text = test_read_in(dir, "apart.psnap");
+  assert_non_null(text);
+  assert_non_null(strstr(text, "order lossy"));
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache apart.psnap apart.mtr"), 0);
+  assert_true(value_after("exact match: ") < 100.0);
+  assert_out_contains("the profile's order is lossy");
+  assert_true(value_after("exact match per site (each site's own accesses, order aside): ") ==
+              100.0);
+  unsigned sites = 0, whole = 0;
+  char *out = test_read_in(dir, "out");
+  char *at = strstr(out, "accesses of exact sites); ");
+  assert_non_null(at);
+  assert_int_equal(sscanf(at, "accesses of exact sites); %u of %u", &whole, &sites), 2);
+  free(out);
+  assert_true(sites > 0);
+  assert_int_equal(whole, sites);
+
+  /* the first address of the first site of more than one access, one word further */
+  char *line = text;
+  for (;;) {
+    line = strchr(line, '\n');
+    assert_non_null(line);
+    line++;
+    unsigned site, size;
+    unsigned long long count;
+    if (sscanf(line, "s%u %*s %u x%llu", &site, &size, &count) == 3 && count > 1) break;
+  }
+  char *address = strstr(line, " @0x");
+  assert_non_null(address);
+  unsigned long long first = strtoull(address + 4, NULL, 16);
+  char *rest = address + 4;
+  while (isxdigit((unsigned char)*rest))
+    rest++;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/edited.psnap", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%.*s @0x%llx%s", (int)(address - text), text, first + 8, rest);
+  fclose(f);
+  free(text);
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache edited.psnap apart.mtr"), 0);
+  assert_true(value_after("exact match per site (each site's own accesses, order aside): ") <
+              100.0);
+  out = test_read_in(dir, "out");
+  at = strstr(out, "accesses of exact sites); ");
+  assert_int_equal(sscanf(at, "accesses of exact sites); %u of %u", &whole, &sites), 2);
+  free(out);
+  assert_int_equal(whole, sites - 1);
 }
 
 /* Accesses [from, from + count) of a replay of dir/name. */
@@ -445,6 +504,7 @@ int main(void) {
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(threads_replay_exactly),
+      cmocka_unit_test(verify_compares_each_site_apart_from_order),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
       cmocka_unit_test(compressed_profiles_are_read_everywhere),
   };
