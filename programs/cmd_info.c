@@ -67,8 +67,23 @@ static void print_text(const char *path, const trace_summary *s, const ms_stream
          s->format == MS_FORMAT_UNKNOWN ? "psnap (replayed)" : ms_trace_format_name(s->format));
   if (s->format == MS_FORMAT_MTR) printf(" (version %u)", s->version);
   printf("\nprogram:       %s", info->program ? info->program : "(unknown)");
-  for (int i = 1; i < info->argc; i++)
+  /* a seed's arguments are its metadata, the last its whole target signature (kilobytes
+   * of .sig text): shown as the program that signature describes */
+  int seed = info->capture && strcmp(info->capture, "seed") == 0;
+  const char *signature = NULL;
+  for (int i = 1; i < info->argc; i++) {
+    if (seed && strncmp(info->argv[i], "signature=", 10) == 0) {
+      signature = info->argv[i] + 10;
+      continue;
+    }
     printf(" %s", info->argv[i]);
+  }
+  if (signature) {
+    const char *of = strstr(signature, "\nProgram : ");
+    if (of) of += strlen("\nProgram : ");
+    printf("\nsignature:     of %.*s, embedded (%zu bytes of .sig text; info --json has it)",
+           of ? (int)strcspn(of, "\n") : 9, of ? of : "(unknown)", strlen(signature));
+  }
   printf("\narchitecture:  %s\n", info->arch ? info->arch : "(unknown)");
   printf("capture:       %s\n", info->capture ? info->capture : "(unknown)");
   printf("threads:       %" PRIu32 "\n", info->thread_count);

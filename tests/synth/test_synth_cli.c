@@ -145,6 +145,18 @@ static void test_unique_seed(void **state) {
   assert_true(atoi(lines) >= 200000);
   free(dups);
   free(lines);
+  /* info names the program of the embedded signature instead of printing its text */
+  assert_int_equal(test_memsnap_in(dir, "info g.useed"), 0);
+  char *out = test_read_in(dir, "out");
+  assert_non_null(out);
+  assert_non_null(strstr(out, "signature:     of "));
+  assert_non_null(strstr(out, "gather, embedded ("));
+  assert_null(strstr(out, "HitRate("));
+  free(out);
+  assert_int_equal(test_memsnap_in(dir, "info --json g.useed"), 0);
+  out = test_read_in(dir, "out");
+  assert_non_null(strstr(out, "HitRate("));
+  free(out);
   test_rmdir(dir);
 }
 
