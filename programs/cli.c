@@ -152,6 +152,27 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
 
 int cli_program_status(const ms_source *source) {
   const ms_stream_info *info = ms_source_info(source);
+  static int told;
+  if (source == live_source && (info->flags & MS_STREAM_EXEC) && !told) {
+    told = 1;
+    fprintf(stderr,
+            "memsnap: note: %s replaced itself with another program (execve), which capture "
+            "through Valgrind does not follow: the accesses are only those from before the "
+            "exec. To observe a program that a wrapper starts, run memsnap inside the "
+            "wrapper (`taskset -c 0 memsnap record -- ./app`, not `memsnap record -- taskset "
+            "-c 0 ./app`).\n",
+            info->program ? info->program : "the program");
+  }
+  static int told_children;
+  if (source == live_source && info->children && !told_children) {
+    told_children = 1;
+    fprintf(stderr,
+            "memsnap: note: %s started %u other process%s (fork, system, posix_spawn), whose "
+            "accesses are not observed: capture through Valgrind follows the first process "
+            "only.\n",
+            info->program ? info->program : "the program", info->children,
+            info->children == 1 ? "" : "es");
+  }
   return source == live_source && info->exit_status > 0 ? info->exit_status : 0;
 }
 

@@ -98,7 +98,11 @@ static void print_text(const char *path, const trace_summary *s, const ms_stream
     printf("sampled:       %" PRIu64 " on, %" PRIu64 " off\n", info->sample_on, info->sample_off);
   printf("truncated:     %s", info->flags & MS_STREAM_TRUNCATED ? "yes" : "no");
   if (info->exit_status >= 0) printf(" (exit status %d)", info->exit_status);
+  if (info->flags & MS_STREAM_EXEC)
+    printf("; the program replaced itself (execve) and what ran after was not observed");
   printf("\n");
+  if (info->flags & MS_STREAM_CHILDREN)
+    printf("processes:     the program started other processes, not observed\n");
 }
 
 static json_object *string_or_null(const char *s) { return s ? json_object_new_string(s) : NULL; }
@@ -138,6 +142,10 @@ static void print_json(const char *path, const trace_summary *s, const ms_stream
   }
   json_object_object_add(root, "truncated",
                          json_object_new_boolean((info->flags & MS_STREAM_TRUNCATED) != 0));
+  json_object_object_add(root, "exec",
+                         json_object_new_boolean((info->flags & MS_STREAM_EXEC) != 0));
+  json_object_object_add(root, "children_not_observed",
+                         json_object_new_boolean((info->flags & MS_STREAM_CHILDREN) != 0));
   json_object_object_add(root, "exit_status",
                          info->exit_status >= 0 ? json_object_new_int(info->exit_status) : NULL);
   printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |

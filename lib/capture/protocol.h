@@ -30,7 +30,9 @@ enum {
   TAG_SITE = 0x12,
   TAG_EXIT = 0x13,
   TAG_CHUNK = 0x14,
-  TAG_SIGNAL = 0x15 /* rt only: the program died of signal `a`; the stream is truncated */
+  TAG_SIGNAL = 0x15, /* rt only: the program died of signal `a`; the stream is truncated */
+  TAG_EXEC = 0x16,   /* Valgrind only: execve next; the last unit of its slot (see ms_main.c) */
+  TAG_FORK = 0x17    /* Valgrind only: the program forked process `a`, which is not observed */
 };
 
 #endif

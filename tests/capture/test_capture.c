@@ -197,6 +197,51 @@ static void test_destroy_while_running(void **state) {
   assert_int_equal(errno, ECHILD);
 }
 
+/* A wrapper that execs the program (env): the stream stops at the exec, and says so; the
+ * exit status is the program's. An exec that fails (no such file) returns: not flagged. */
+static void test_exec_is_reported(void **state) {
+  (void)state;
+  char *argv[] = {(char *)"/usr/bin/env", (char *)"MEMSNAP_TEST=1", (char *)MEMSNAP_KERNEL_EXIT3,
+                  NULL};
+  kind_counts counts;
+  ms_source *source = capture_run(argv, &counts, NULL, NULL);
+  assert_int_equal(source->info.exit_status, 3);
+  assert_true(source->info.flags & MS_STREAM_EXEC);
+  assert_true(source->info.flags & MS_STREAM_TRUNCATED);
+  assert_int_equal(source->info.children, 0);
+  assert_true(counts.total > 0); /* env's own accesses */
+  ms_source_destroy(source);
+
+  char *missing[] = {(char *)"/usr/bin/env", (char *)"/nonexistent/memsnap-test", NULL};
+  source = capture_run(missing, &counts, NULL, NULL);
+  assert_int_equal(source->info.exit_status, 127);
+  assert_false(source->info.flags & MS_STREAM_EXEC);
+  assert_false(source->info.flags & MS_STREAM_TRUNCATED);
+  ms_source_destroy(source);
+}
+
+/* Processes the program starts are counted (not observed); threads are not processes. */
+static void test_children_are_counted(void **state) {
+  (void)state;
+  char script[1024];
+  snprintf(script, sizeof script, "%s; %s; true", MEMSNAP_KERNEL_EXIT3, MEMSNAP_KERNEL_EXIT3);
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", script, NULL};
+  kind_counts counts;
+  ms_source *source = capture_run(argv, &counts, NULL, NULL);
+  assert_int_equal(source->info.exit_status, 0);
+  assert_int_equal(source->info.children, 2);
+  assert_true(source->info.flags & MS_STREAM_CHILDREN);
+  assert_false(source->info.flags & (MS_STREAM_TRUNCATED | MS_STREAM_EXEC));
+  ms_source_destroy(source);
+
+  char *threads[] = {(char *)MEMSNAP_KERNEL_THREADS4, (char *)"100", NULL};
+  source = capture_run(threads, &counts, NULL, NULL);
+  assert_true(source->info.thread_count >= 5);
+  assert_int_equal(source->info.children, 0);
+  assert_false(source->info.flags & MS_STREAM_CHILDREN);
+  ms_source_destroy(source);
+}
+
 /* (d) the exit status passes through */
 static void test_exit_status(void **state) {
   (void)state;
@@ -285,6 +330,8 @@ int main(void) {
       cmocka_unit_test(test_sigkill),
       cmocka_unit_test(test_destroy_while_running),
       cmocka_unit_test(test_exit_status),
+      cmocka_unit_test(test_exec_is_reported),
+      cmocka_unit_test(test_children_are_counted),
       cmocka_unit_test(test_missing_program),
       cmocka_unit_test(test_sites_resolve),
   };

@@ -137,6 +137,27 @@ static void test_program_failures(void **state) {
   assert_non_null(strstr(info, "yes"));
   free(info);
   assert_int_equal(memsnap("sim --hierarchy nehalem segv.mtr"), 0);
+
+  /* a wrapper that execs the program: the trace stops there, and memsnap says so (even
+   * with --quiet), in the trace too (info) */
+  snprintf(command, sizeof command, "record --quiet -o env.mtr -- /usr/bin/env X=1 %s",
+           test_kernel("exit3", kernel, sizeof kernel));
+  assert_int_equal(memsnap("%s", command), 3);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "/usr/bin/env replaced itself with another program (execve)"));
+  assert_non_null(strstr(err, "memsnap record -- ./app"));
+  free(err);
+  assert_int_equal(memsnap("info env.mtr"), 0);
+  info = test_read_in(dir, "out");
+  assert_non_null(strstr(info, "the program replaced itself (execve)"));
+  free(info);
+  /* processes it starts are named as not observed */
+  snprintf(command, sizeof command, "record --quiet -o sh.mtr -- /bin/sh -c '%s; true'",
+           test_kernel("exit3", kernel, sizeof kernel));
+  assert_int_equal(memsnap("%s", command), 0);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "/bin/sh started 1 other process (fork"));
+  free(err);
 }
 
 static int setup(void **state) {

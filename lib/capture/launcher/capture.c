@@ -91,6 +91,7 @@ typedef struct capture_source {
   int saw_exit;
   int64_t exit_code;    /* from the EXIT record (rt: the status given to exit) */
   int signal_number;    /* from a SIGNAL record, 0 if none */
+  int exec_last;        /* an EXEC unit ended the last slot read: no slot came after it */
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
   uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
@@ -281,6 +282,7 @@ static void finish_stream(capture_source *cs) {
     info->flags |= MS_STREAM_TRUNCATED;
   }
   if (!cs->saw_exit) info->flags |= MS_STREAM_TRUNCATED;
+  if (!cs->saw_exit && cs->exec_last) info->flags |= MS_STREAM_EXEC;
   resolve_sites(cs);
 }
 
@@ -314,6 +316,7 @@ static int next_chunk(capture_source *cs) {
     cs->chunk = cs->slots + (size_t)slot * SLOT_BYTES;
     cs->chunk_end = cs->chunk + a;
     cs->chunk_slot = (int)slot;
+    cs->exec_last = 0; /* an execve that failed: the program goes on */
     return 0;
   }
 }
@@ -342,6 +345,11 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
     cs->exit_code = (int64_t)a;
   } else if (tag == TAG_SIGNAL) {
     cs->signal_number = (int)(a & 0x7f);
+  } else if (tag == TAG_EXEC && !cs->rt_layout) {
+    cs->exec_last = 1;
+  } else if (tag == TAG_FORK && !cs->rt_layout) {
+    info->children++;
+    info->flags |= MS_STREAM_CHILDREN;
   } else {
     return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
   }

@@ -54,6 +54,11 @@
  *   tag 0x13     EXIT: a = the exit code Valgrind gives the tool's fini (Valgrind 3.19
  *                passes 0; the reader takes the status from waitpid). Last unit.
  *   tag 0x14     CHUNK (fast mode, on the pipe only): slot b>>32 holds `a` bytes of units.
+ *   tag 0x16     EXEC: the client calls execve; sent as the last unit of a slot. If it is
+ *                the last unit of the stream (no EXIT), the program replaced its image,
+ *                which Valgrind does not follow.
+ * *   tag 0x17     FORK: the client started process `a` (fork, vfork, clone without
+ *                CLONE_THREAD), whose accesses are not recorded.
  *
  * A stream that ends without EXIT was cut short (the process was killed).
  */
@@ -581,15 +586,32 @@ static void ms_fini(Int exit_code) {
 }
 
 /* A successful execve replaces the client without Valgrind (no --trace-children): the
- * channel closes on exec, so whatever is buffered must go now. */
+ * channel closes on exec, so whatever is buffered must go now, ended by an EXEC unit so
+ * that the reader can say why the stream stops. An execve that fails (execvp trying each
+ * directory of PATH) returns, and the accesses after it come in later slots: the EXEC
+ * unit is then not the last one, which is how the reader tells the two apart. */
 static void ms_pre_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count) {
   (void)tid, (void)args, (void)arg_count;
-  if (syscall_number == __NR_execve || syscall_number == __NR_execveat) flush_buffer();
+  if (syscall_number != __NR_execve && syscall_number != __NR_execveat) return;
+  if (out_fd >= 0) put_unit(0, pack(0, TAG_EXEC, 0, 0));
+  flush_buffer();
 }
 
+/* A process the client forks (fork, vfork, or clone without CLONE_THREAD, as posix_spawn
+ * and system() do) is not observed (ms_forked_child): a FORK unit with its pid lets memsnap
+ * say so. Seen in the parent only (the child's result is 0). */
 static void ms_post_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count,
                             SysRes result) {
-  (void)tid, (void)syscall_number, (void)args, (void)arg_count, (void)result;
+  (void)tid, (void)arg_count;
+  Bool process = syscall_number == __NR_clone && !(args[0] & 0x00010000 /* CLONE_THREAD */);
+#ifdef __NR_fork
+  process = process || syscall_number == __NR_fork;
+#endif
+#ifdef __NR_vfork
+  process = process || syscall_number == __NR_vfork;
+#endif
+  if (!process || sr_isError(result) || sr_Res(result) == 0 || out_fd < 0) return;
+  put_unit((ULong)sr_Res(result), pack(0, TAG_FORK, 0, 0));
 }
 
 static void ms_pre_clo_init(void) {
