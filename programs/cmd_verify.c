@@ -65,7 +65,7 @@ typedef struct verify_state {
   uint64_t own_compared, own_exact, own_unmatched;
   uint64_t compared, exact, extra, index, left_out;
   int diverged;
-  char divergence[768];
+  char divergence[1536];
   ms_psnap_filter *filter; /* the profile's selection, applied to the trace */
 } verify_state;
 
@@ -182,7 +182,7 @@ static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_
   v->site_exact[s] += same;
   v->exact += same;
   if (!same && !v->diverged) {
-    char mine[512], theirs[512] = "";
+    char mine[512], theirs[64] = "";
     describe_site(p, s, mine, sizeof mine);
     uint32_t ts = profile_site_of(v, trace_sites, a);
     if (ts == UINT32_MAX)
