@@ -44,7 +44,7 @@ static void write_ratio(FILE *out, double yes, double trials) {
  * control characters as '?', at most SIG_LOCATION_MAX bytes (long C++ names). */
 static void write_field(FILE *out, const char *text) {
   if (!text || !*text) text = "?";
-  for (size_t i = 0; text[i] && i < SIG_LOCATION_MAX; i++)
+  for (size_t i = 0; i < SIG_LOCATION_MAX && text[i]; i++)
     fputc((unsigned char)text[i] < 0x20 ? '?' : text[i], out);
   fputc('\n', out);
 }
