@@ -82,7 +82,7 @@ int cli_parse_expansion_option(const char *command, int option, const char *text
 static int open_expanded_seed(const char *path, ms_source **out) {
   ms_mtr_stat stat;
   ms_stream_info info = {0};
-  ms_seed_info seed;
+  ms_seed_info seed = {0};
   int rc = ms_mtr_stat_file(path, &stat, &info);
   if (rc == MS_OK) rc = ms_seed_info_parse(&info, path, &seed);
   ms_stream_info_clear(&info);

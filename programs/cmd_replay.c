@@ -119,11 +119,10 @@ int cmd_replay(int argc, char **argv) {
   ms_source *source = NULL;
   ms_sink *sink = NULL;
   text_sink text = {.base = {.ops = &text_ops}, .index = replay.from};
-  if (ms_psnap_replay_open(&profile, &replay, &source) < 0)
-    cli_fail(argv[0]);
-  else if (output && ms_trace_sink_new(output, ms_trace_format_from_extension(output), &sink) < 0)
-    cli_fail(argv[0]);
-  else if (ms_pipeline_run(source, output ? &sink : (ms_sink *[]){&text.base}, 1, 0) < 0)
+  /* each step runs only if the ones before it succeeded */
+  if (ms_psnap_replay_open(&profile, &replay, &source) < 0 ||
+      (output && ms_trace_sink_new(output, ms_trace_format_from_extension(output), &sink) < 0) ||
+      ms_pipeline_run(source, output ? &sink : (ms_sink *[]){&text.base}, 1, 0) < 0)
     cli_fail(argv[0]);
   else
     status = 0;

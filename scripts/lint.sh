@@ -6,6 +6,7 @@ build=${1:-build}
 files=$(git ls-files 'lib/*.c' 'programs/*.c' | grep -v '^lib/capture/valgrind/')
 status=0
 clang-tidy -p "$build" --quiet $files 2>/dev/null || status=1
-cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+# --inline-suppr: a `// cppcheck-suppress ID` line, with its reason above it, is honoured
+cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr \
   --suppress=missingIncludeSystem -I include $files || status=1
 exit $status

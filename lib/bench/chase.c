@@ -16,6 +16,7 @@ static int read_seed(const char *path, ms_seed_info *info, uint32_t **indices) {
   ms_batch batch = {0};
   uint8_t *used = NULL;
   *indices = NULL;
+  memset(info, 0, sizeof *info);
   int rc = ms_mtr_open(path, &source);
   if (rc == MS_OK) rc = ms_seed_info_parse(ms_source_info(source), path, info);
   if (rc == 0)
@@ -28,6 +29,10 @@ static int read_seed(const char *path, ms_seed_info *info, uint32_t **indices) {
   uint64_t words = rc == 1 ? info->working_set / 4 : 0;
   if (rc == 1 && (words >= UINT32_MAX || info->length > words))
     rc = ms_error_set(MS_ERR_ARG, "%s: seed too large for the benchmark", path);
+  /* ms_seed_info_parse refuses length 0 and min-replications 0 (so words >= length >= 1 and
+   * every division of ms_chase_build is by a non-zero count); restated where it is used. */
+  if (rc == 1 && (info->length == 0 || info->min_replications == 0))
+    rc = ms_error_set(MS_ERR_FORMAT, "%s: seed of no references", path);
   if (rc == 1) {
     *indices = malloc(info->length * sizeof **indices);
     used = calloc(words / 8 + 1, 1);
@@ -48,8 +53,10 @@ static int read_seed(const char *path, ms_seed_info *info, uint32_t **indices) {
       else if (used[word / 8] & (1u << (word % 8)))
         rc = ms_error_set(MS_ERR_ARG, "%s: word %llu visited twice (access %llu)", path,
                           (unsigned long long)word, (unsigned long long)count);
-      used[word / 8] |= (uint8_t)(1u << (word % 8));
-      (*indices)[count++] = (uint32_t)word;
+      else {
+        used[word / 8] |= (uint8_t)(1u << (word % 8));
+        (*indices)[count++] = (uint32_t)word;
+      }
     }
   }
   if (rc == MS_OK && count != info->length)
@@ -58,7 +65,7 @@ static int read_seed(const char *path, ms_seed_info *info, uint32_t **indices) {
   ms_batch_free(&batch);
   ms_source_destroy(source);
   free(used);
-  if (rc < 0) {
+  if (rc != MS_OK) {
     free(*indices);
     *indices = NULL;
   }
@@ -72,10 +79,11 @@ int ms_chase_build(const char *seed_path, uint64_t footprint, int ilp, ms_chase 
   ms_seed_info info;
   uint32_t *indices;
   int rc = read_seed(seed_path, &info, &indices);
-  if (rc < 0) return rc;
+  if (rc != MS_OK) return rc; /* read_seed returns MS_OK or a negative status */
   uint64_t replications = ms_seed_replications(&info, footprint ? footprint : info.footprint);
   uint64_t words = info.working_set / 4;
-  if (replications > (UINT32_MAX - 1) / words) {
+  /* replications >= min-replications >= 1 (read_seed): the first test cannot hold */
+  if (replications == 0 || replications > (UINT32_MAX - 1) / words) {
     free(indices);
     return ms_error_set(MS_ERR_ARG, "footprint too large (4-byte indices: below 16 GiB)");
   }

@@ -16,11 +16,11 @@
   __attribute__((noinline)) void ms_chase_kernel_##K(                                              \
       const uint32_t *restrict data, uint32_t *restrict pointers, uint64_t iterations) {           \
     uint32_t p[K];                                                                                 \
-    _Pragma("GCC unroll 32") for (int c = 0; c < K; c++) p[c] = pointers[c];                       \
+    _Pragma("GCC unroll 32") for (int c = 0; c < (K); c++) p[c] = pointers[c];                     \
     for (uint64_t i = 0; i < iterations; i++) {                                                    \
-      _Pragma("GCC unroll 32") for (int c = 0; c < K; c++) p[c] = data[p[c]];                      \
+      _Pragma("GCC unroll 32") for (int c = 0; c < (K); c++) p[c] = data[p[c]];                    \
     }                                                                                              \
-    _Pragma("GCC unroll 32") for (int c = 0; c < K; c++) pointers[c] = p[c];                       \
+    _Pragma("GCC unroll 32") for (int c = 0; c < (K); c++) pointers[c] = p[c];                     \
   }
 
 CHASE_KERNEL(1)

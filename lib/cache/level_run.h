@@ -461,6 +461,8 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
   const size_t events_per_record = 2 * ((size_t)((max_size - 1) >> line_bits) + 2);
   uint64_t accesses[MS_ACCESS_KIND_COUNT] = {0}, misses[MS_ACCESS_KIND_COUNT] = {0};
   uint64_t writebacks = 0;
+  /* records or input: exactly one is non-NULL (see the loop below) */
+  // cppcheck-suppress nullPointer
   uint32_t current_thread = !count ? 0 : records ? records[0].thread : input[0].thread;
 
   for (size_t chunk = 0; chunk < count; chunk += RESERVE_RECORDS) {
@@ -502,11 +504,19 @@ HOT void consume_lru(cache_level *level, const ms_access *records, const cache_e
           __builtin_prefetch(ways + set * associativity + associativity - 1, 1);
         }
       }
+      /* records or input: exactly one is non-NULL (every caller passes one of them and NULL);
+       * cppcheck pairs the NULL input of one call with the NULL test on records of another */
+      // cppcheck-suppress nullPointer
       const uint64_t address = records ? records[i].address : input[i].address;
+      // cppcheck-suppress nullPointer
       const uint32_t size = records ? (records[i].size ? records[i].size : 1u) : input[i].size;
+      // cppcheck-suppress nullPointer
       const uint32_t site = records ? records[i].site : input[i].site;
+      // cppcheck-suppress nullPointer
       const uint16_t thread = records ? records[i].thread : input[i].thread;
+      // cppcheck-suppress nullPointer
       const unsigned kind = records ? records[i].kind : input[i].kind;
+      // cppcheck-suppress nullPointer
       const unsigned op = records ? op_of_kind[kind] : input[i].op;
       if (!records && op == OP_WRITEBACK) { /* not an access: install or dirty the line */
         const uint64_t first = address >> line_bits, last = (address + size - 1) >> line_bits;

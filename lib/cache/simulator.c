@@ -54,7 +54,7 @@
 #define RANDOM_SEED_STEP 0x9E3779B97F4A7C15ull
 /* Levels whose tag array is at least PREFETCH_MIN_BYTES (nehalem's L3: 1 MB) prefetch the
  * set of an access ahead of it (level_run.h, PREFETCH_DISTANCE). */
-#define PREFETCH_MIN_BYTES (64 * 1024)
+#define PREFETCH_MIN_BYTES ((size_t)64 * 1024)
 /* Accesses a set of several hierarchies buffers before simulating them, see buffer_batch. */
 #define SET_BUFFER_RECORDS 65536
 
@@ -111,7 +111,7 @@ static unsigned log2_of(uint64_t power_of_two) {
 
 /* Tag arrays of HUGE_TAG_BYTES and more start on a 2 MB boundary and are asked for as huge
  * pages: nehalem's L3 (1 MB of tags) is then one TLB entry instead of 256. */
-#define HUGE_TAG_BYTES (512 * 1024)
+#define HUGE_TAG_BYTES ((size_t)512 * 1024)
 static uint64_t *tag_array_alloc(size_t bytes) {
   if (bytes < HUGE_TAG_BYTES) return aligned_alloc(64, bytes);
   void *p = NULL;
@@ -137,6 +137,10 @@ static cache_level *level_new(const ms_cache_level_config *config,
   level->line_bits = log2_of(config->line_size);
   level->associativity = config->associativity;
   level->set_count = config->size / ((uint64_t)config->line_size * config->associativity);
+  if (level->set_count == 0) { /* ms_hierarchy_config_check refused size < line x ways */
+    free(level);
+    return NULL;
+  }
   level->set_count_pow2 = (level->set_count & (level->set_count - 1)) == 0;
   level->set_mask = level->set_count - 1;
   level->random_state = hierarchy->seed + (uint64_t)depth * RANDOM_SEED_STEP;
@@ -230,7 +234,7 @@ static int level_matches(const cache_level *level, const ms_cache_level_config *
 }
 
 static int append_level(cache_level ***array, int *count, cache_level *level) {
-  cache_level **grown = realloc(*array, (size_t)(*count + 1) * sizeof *grown);
+  cache_level **grown = realloc(*array, (size_t)(*count + 1) * sizeof(cache_level *));
   if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for a cache hierarchy");
   grown[(*count)++] = level;
   *array = grown;

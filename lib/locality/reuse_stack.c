@@ -147,6 +147,8 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
 static int grow(reuse_stack *stack) {
   reuse_slot *old = stack->slots;
   uint32_t old_count = stack->slot_mask + 1;
+  if (old_count == 0) /* 2^32 slots already: slot_mask cannot double again */
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for %u blocks", stack->live);
   reuse_slot *slots = huge_calloc((size_t)old_count * 2, sizeof *slots);
   if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory for %u blocks", stack->live);
   stack->slots = slots;

@@ -496,10 +496,10 @@ static sig_counts *site_counts(ms_signature_model *model, uint32_t site) {
     uint32_t capacity = model->site_capacity ? model->site_capacity : 64;
     while (capacity <= site)
       capacity *= 2;
-    sig_counts **sites = realloc(model->sites, (size_t)capacity * sizeof *sites);
+    sig_counts **sites = realloc(model->sites, (size_t)capacity * sizeof(sig_counts *));
     if (!sites) return NULL;
     memset(sites + model->site_capacity, 0,
-           (size_t)(capacity - model->site_capacity) * sizeof *sites);
+           (size_t)(capacity - model->site_capacity) * sizeof(sig_counts *));
     model->sites = sites;
     model->site_capacity = capacity;
   }

@@ -435,7 +435,9 @@ int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values) {
     if ((rc = grow((void **)&expr->count_value, &capacity, used + touched_count,
                    sizeof *expr->count_value)) < 0)
       break;
-    uint32_t capacity2 = capacity;
+    /* never realloc to 0 bytes (an empty root before any value): that may free and
+     * return NULL, read here as out of memory */
+    uint32_t capacity2 = capacity ? capacity : 1;
     uint64_t *times = realloc(expr->count_times, (size_t)capacity2 * sizeof *times);
     if (!times) {
       rc = ms_error_set(MS_ERR_NOMEM, "out of memory");

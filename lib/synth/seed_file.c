@@ -215,7 +215,7 @@ int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length
     rc = ms_error_set(MS_ERR_ARG, "%s: not a trace seed (memsnap synth writes them)", path);
   expansion_source *e = rc == 1 ? calloc(1, sizeof *e) : NULL;
   if (rc == 1 && !e) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-  if (rc < 0) {
+  if (rc != 1) { /* negative: ms_seed_info_parse returns 1, 0 (refused above) or < 0 */
     ms_source_destroy(seed);
     return rc;
   }

@@ -188,9 +188,13 @@ int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
   uint64_t blocks = 0;
   int rc = config->unique ? virtualize(seed, s.words_per_block, &blocks) : renumber(seed, &blocks);
   if (rc < 0) return rc;
+  if (blocks == 0) /* synth.c asks for at least min_length >= 1 references */
+    return ms_error_set(MS_ERR_ARG, "synth: no references to give words to");
   s.visited = malloc(blocks * s.tree_bytes);
   s.last = malloc(blocks * s.tree_bytes);
-  if (config->unique) s.free_leaves = malloc(blocks * 2 * s.words_per_block * sizeof(uint16_t));
+  /* calloc: reset_block_trees fills every block's counts before use (every seed block is
+   * < blocks), which the analyzer cannot follow through seed->blocks */
+  if (config->unique) s.free_leaves = calloc(blocks * 2 * s.words_per_block, sizeof(uint16_t));
   uint16_t *best = malloc(seed->length * sizeof *best);
   seed->words = malloc(seed->length * sizeof *seed->words);
   if (!s.visited || !s.last || (config->unique && !s.free_leaves) || !best || !seed->words) {

@@ -135,5 +135,6 @@ int main(int argc, char **argv) {
   execvp(driver, args);
   fprintf(stderr, "%s: cannot run %s: ", name, driver);
   perror(NULL);
+  free(args);
   return 127;
 }

@@ -322,6 +322,15 @@ static void test_chase_order(void **state) {
   assert_int_equal(ms_chase_build(path, 0, 1, &build_error), MS_ERR_FORMAT);
   assert_non_null(strstr(ms_error_message(), "no references"));
   ms_seed_free(seed);
+  /* an access outside the working set is refused before it is marked in the visited
+   * bitmap (it used to be written there anyway: far out of bounds) */
+  assert_int_equal(ms_synth_generate(signature, 0, &config, &seed), MS_OK);
+  seed->blocks[seed->length / 2] = UINT32_MAX;
+  snprintf(path, sizeof path, "%s/outside.useed", dir);
+  assert_int_equal(ms_seed_save(seed, path), MS_OK);
+  assert_int_equal(ms_chase_build(path, 0, 1, &build_error), MS_ERR_FORMAT);
+  assert_non_null(strstr(ms_error_message(), "outside the seed's working set"));
+  ms_seed_free(seed);
   ms_signature_free(signature);
   free(expected);
   test_rmdir(dir);

@@ -56,10 +56,10 @@
 #define TOOL_NAME "memsnap-amd64-linux"
 #include "../protocol.h"
 #define UNIT MS_VG_UNIT_BYTES
-#define SLOT_BYTES (MS_VG_SLOT_UNITS * MS_VG_UNIT_BYTES)
+#define SLOT_BYTES ((size_t)MS_VG_SLOT_UNITS * MS_VG_UNIT_BYTES)
 /* 8 MiB in flight: the tool waits for a free slot only when this process is far behind. */
 #define SLOT_COUNT 8
-#define READ_BUFFER (64u * UNIT) /* the pipe only carries HELLO and CHUNK notices */
+#define READ_BUFFER ((size_t)64 * UNIT) /* the pipe only carries HELLO and CHUNK notices */
 
 extern char **environ;
 

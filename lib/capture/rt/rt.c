@@ -277,7 +277,7 @@ static int write_all(int fd, const void *data, size_t bytes) {
 /*------------------------------------------------------------*/
 
 #define MAX_OBJECTS 256
-#define OBJECT_PATHS (64 * 1024)
+#define OBJECT_PATHS ((size_t)64 * 1024)
 
 typedef struct object {
   uint64_t start, end, bias;
@@ -463,7 +463,7 @@ static void emit_site(uint32_t id, uint64_t return_address, uint64_t low, int in
 static uint32_t site_of(uint64_t pc, uint64_t low, int in_signal) {
   site_entry *cached = &site_cache[(pc ^ pc >> 12) & (SITE_CACHE - 1)];
   if (LIKELY(cached->pc == pc)) return cached->id;
-  if (site_count * 2 >= site_capacity && grow_sites() != 0) return 0;
+  if ((uint64_t)site_count * 2 >= site_capacity && grow_sites() != 0) return 0;
   uint64_t j = hash_pc(pc) >> 20 & (site_capacity - 1);
   while (site_table[j].pc && site_table[j].pc != pc)
     j = (j + 1) & (site_capacity - 1);
