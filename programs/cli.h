@@ -76,7 +76,9 @@ void cli_set_seed_expansion(uint64_t footprint, uint64_t length);
 int cli_parse_expansion_option(const char *command, int option, const char *text,
                                uint64_t *footprint, uint64_t *length);
 
-/* Exit status to pass through for a live program (0 for files). */
+/* Exit status to pass through for a live program (0 for files). Called once a command has
+ * read its source to the end, it also prints, once, the notes on what a live capture did
+ * not observe: an execve that replaced the program, processes it started. */
 int cli_program_status(const ms_source *source);
 
 /* Parses a count such as 20, 4k, 1M, 2G (powers of 1000 for k/M/G, 1024 for Ki/Mi/Gi).
