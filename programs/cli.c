@@ -103,6 +103,8 @@ void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off) {
   capture_options.sample_off = sample_off;
 }
 
+void cli_set_follow_exec(int follow) { capture_options.no_follow_exec = !follow; }
+
 int cli_parse_via(const char *text, int *via) {
   if (strcmp(text, "auto") == 0)
     *via = MS_CAPTURE_AUTO;
@@ -156,11 +158,9 @@ int cli_program_status(const ms_source *source) {
   if (source == live_source && (info->flags & MS_STREAM_EXEC) && !told) {
     told = 1;
     fprintf(stderr,
-            "memsnap: note: %s replaced itself with another program (execve), which capture "
-            "through Valgrind does not follow: the accesses are only those from before the "
-            "exec. To observe a program that a wrapper starts, run memsnap inside the "
-            "wrapper (`taskset -c 0 memsnap record -- ./app`, not `memsnap record -- taskset "
-            "-c 0 ./app`).\n",
+            "memsnap: note: %s replaced itself with another program (execve), which was not "
+            "followed (--no-follow-exec, or a setuid, setgid or non-amd64 program, which "
+            "Valgrind cannot run): the accesses are only those from before the exec.\n",
             info->program ? info->program : "the program");
   }
   static int told_children;
@@ -168,8 +168,8 @@ int cli_program_status(const ms_source *source) {
     told_children = 1;
     fprintf(stderr,
             "memsnap: note: %s started %u other process%s (fork, system, posix_spawn), whose "
-            "accesses are not observed: capture through Valgrind follows the first process "
-            "only.\n",
+            "accesses are not observed: capture through Valgrind follows one process (and "
+            "the programs it execs).\n",
             info->program ? info->program : "the program", info->children,
             info->children == 1 ? "" : "es");
   }

@@ -62,6 +62,8 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
 /* How cli_open_source observes a live program: via (ms_capture_via: auto, valgrind, rt)
  * and interval sampling (sample_on = 0: every access). Set by `record` before opening. */
 void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off);
+/* Whether the Valgrind path follows an execve into the new program (default 1). */
+void cli_set_follow_exec(int follow);
 /* Parses --via (auto, valgrind, rt) and --sample ON/OFF (counts as cli_parse_count);
  * -1 on a malformed value. */
 int cli_parse_via(const char *text, int *via);

@@ -101,6 +101,9 @@ static void print_text(const char *path, const trace_summary *s, const ms_stream
   if (info->flags & MS_STREAM_EXEC)
     printf("; the program replaced itself (execve) and what ran after was not observed");
   printf("\n");
+  if (info->flags & MS_STREAM_EXEC_FOLLOWED)
+    printf("exec:          the program replaced itself (execve); the trace follows the new "
+           "program (its sites are new sites)\n");
   if (info->flags & MS_STREAM_CHILDREN)
     printf("processes:     the program started other processes, not observed\n");
 }
@@ -144,6 +147,8 @@ static void print_json(const char *path, const trace_summary *s, const ms_stream
                          json_object_new_boolean((info->flags & MS_STREAM_TRUNCATED) != 0));
   json_object_object_add(root, "exec",
                          json_object_new_boolean((info->flags & MS_STREAM_EXEC) != 0));
+  json_object_object_add(root, "exec_followed",
+                         json_object_new_boolean((info->flags & MS_STREAM_EXEC_FOLLOWED) != 0));
   json_object_object_add(root, "children_not_observed",
                          json_object_new_boolean((info->flags & MS_STREAM_CHILDREN) != 0));
   json_object_object_add(root, "exit_status",

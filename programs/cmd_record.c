@@ -1,4 +1,5 @@
-/* memsnap record -o OUT.mtr [--quiet] [--via=auto|valgrind|rt] [--sample ON/OFF] -- PROG ARGS
+/* memsnap record -o OUT.mtr [--quiet] [--via=auto|valgrind|rt] [--sample ON/OFF]
+ *                [--no-follow-exec] -- PROG ARGS
  *
  * Runs PROG under memsnap's Valgrind tool, or through its own memsnap runtime if it was
  * built with memsnap-cc, and writes every data access to a .mtr trace.
@@ -23,7 +24,10 @@ static void usage(FILE *to) {
               "  -q, --quiet        no summary line\n"
               "  --via=HOW          valgrind (any program), rt (built with memsnap-cc), or auto\n"
               "                     (rt if the program contains memsnap's runtime; default)\n"
-              "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n");
+              "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n"
+              "  --no-follow-exec   Valgrind path: stop at an execve instead of following the\n"
+              "                     program into the new image (followed by default: env,\n"
+              "                     taskset, numactl, scripts and shims that exec the program)\n");
 }
 
 /* Counts what flows to the writer, for the summary. */
@@ -53,15 +57,13 @@ static char *default_output(const char *program) {
 }
 
 int cmd_record(int argc, char **argv) {
-  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
-                                          {"quiet", no_argument, NULL, 'q'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {"via", required_argument, NULL, 'V'},
-                                          {"sample", required_argument, NULL, 's'},
-                                          {"rt-channel", required_argument, NULL, 'C'},
-                                          {NULL, 0, NULL, 0}};
+  static const struct option options[] = {
+      {"output", required_argument, NULL, 'o'},   {"quiet", no_argument, NULL, 'q'},
+      {"help", no_argument, NULL, 'h'},           {"via", required_argument, NULL, 'V'},
+      {"sample", required_argument, NULL, 's'},   {"rt-channel", required_argument, NULL, 'C'},
+      {"no-follow-exec", no_argument, NULL, 'E'}, {NULL, 0, NULL, 0}};
   const char *output = NULL;
-  int quiet = 0, via = MS_CAPTURE_AUTO;
+  int quiet = 0, via = MS_CAPTURE_AUTO, follow_exec = 1;
   uint64_t sample_on = 0, sample_off = 0;
   int channel[3] = {-1, -1, -1};
   opterr = 0;
@@ -71,6 +73,7 @@ int cmd_record(int argc, char **argv) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'q': quiet = 1; break;
+    case 'E': follow_exec = 0; break;
     case 'h': usage(stdout); return 0;
     case 'V':
       if (cli_parse_via(optarg, &via) != 0) {
@@ -123,6 +126,7 @@ int cmd_record(int argc, char **argv) {
     goto done;
   }
   cli_set_capture(via, sample_on, sample_off);
+  cli_set_follow_exec(follow_exec);
   if (channel[0] >= 0) {
     ms_capture_options attach = {
         .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off};

@@ -30,6 +30,11 @@ typedef struct ms_capture_options {
    * path counts per thread, in the program; the Valgrind path counts over the whole
    * stream, in this process. The stream is flagged MS_STREAM_SAMPLED. */
   uint64_t sample_on, sample_off;
+  /* Valgrind path: a program that replaces itself (execve: env, taskset, numactl, shell
+   * scripts, version-manager shims) is followed into the new program (Valgrind's
+   * --trace-children=yes), unless this is set; the stream is flagged
+   * MS_STREAM_EXEC_FOLLOWED. Processes the program forks are never followed. */
+  int no_follow_exec;
 } ms_capture_options;
 
 int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,

@@ -17,10 +17,14 @@
 enum {
   MS_STREAM_TRUNCATED = 1u << 0, /* the program crashed or was killed; the stream is a prefix */
   MS_STREAM_SAMPLED = 1u << 1,   /* interval sampling: see sample_on/sample_off */
-  MS_STREAM_EXEC = 1u << 2, /* the program replaced its image (execve): what ran after is not
-                               in the stream (Valgrind capture; TRUNCATED is set too) */
-  MS_STREAM_CHILDREN = 1u << 3, /* the program started processes whose accesses are not in the
-                                   stream (Valgrind capture follows the first process only) */
+  MS_STREAM_EXEC = 1u << 2,      /* the program replaced its image (execve): what ran after is not
+                                    in the stream (Valgrind capture; TRUNCATED is set too) */
+  MS_STREAM_CHILDREN = 1u << 3,  /* the program started processes whose accesses are not in the
+                                    stream (Valgrind capture follows one process: the first,
+                                    and what it execs) */
+  MS_STREAM_EXEC_FOLLOWED = 1u << 4, /* the program replaced its image (execve) and the stream
+                                        goes on with the new image's accesses (Valgrind
+                                        capture; its sites are new sites) */
 };
 
 typedef struct ms_stream_info {
@@ -35,6 +39,7 @@ typedef struct ms_stream_info {
   uint64_t sample_on, sample_off;
   int exit_status;      /* live program: exit code, or 128+signal; -1 unknown */
   uint32_t children;    /* live Valgrind capture: processes the program started (not observed) */
+  uint32_t execs;       /* live Valgrind capture: execve calls followed (see EXEC_FOLLOWED) */
   ms_site_table *sites; /* never NULL */
 } ms_stream_info;
 

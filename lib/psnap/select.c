@@ -5,19 +5,31 @@
  *   all                            every access;
  *   executable PATH                accesses whose site lies in the program's own
  *                                  executable (the paper's scope: PEBIL instruments the
- *                                  application binary, not the loader or libc);
+ *                                  application binary, not the loader or libc), or in a
+ *                                  program it became by execve (a live capture follows
+ *                                  env, taskset, shell scripts and shims into the program
+ *                                  they start);
  *   function F line FILE:LINE ...  accesses of sites in these functions or at these lines
  *                                  (FILE matched by its end, at a '/' boundary).
  * An object matches the executable if the paths are equal, or resolve (realpath) to the
  * same file, or, when either cannot be resolved (a trace read on another machine), have
- * the same base name. Accesses whose object is unknown (no site, a site without an
- * object: din and Lackey traces, code outside any file) are kept by `executable`: they
+ * the same base name. Any other object is kept if it is a program itself: an ELF file of
+ * type ET_EXEC, or ET_DYN flagged DF_1_PIE (shared libraries and the loader are ET_DYN
+ * without it; libc.so.6 has an interpreter but no PIE flag), so that a stream that followed
+ * an execve keeps the program it reached; in a stream without exec, the executable is the
+ * only program among its objects. One check per distinct object (cached by path); an
+ * object that cannot be read is not a program. Accesses whose object is unknown (no site, a site
+ * without an object: din and Lackey traces, code outside any file) are kept by `executable`: they
  * cannot be told apart. Decisions are cached per trace site, so the cost per access is
  * one array lookup.
  */
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memsnap/error.h"
 #include "memsnap/psnap.h"
@@ -33,6 +45,11 @@ struct ms_psnap_filter {
   int function_count, line_count;
   uint8_t *decided; /* per trace site */
   uint32_t capacity;
+  struct program_check { /* objects checked by is_program */
+    char *object;
+    int program;
+  } * checked;
+  uint32_t checked_count, checked_capacity;
 };
 
 static const char *base_name(const char *path) {
@@ -101,18 +118,73 @@ void ms_psnap_filter_free(ms_psnap_filter *filter) {
   free(filter->functions);
   free(filter->lines);
   free(filter->decided);
+  for (uint32_t i = 0; i < filter->checked_count; i++)
+    free(filter->checked[i].object);
+  free(filter->checked);
   free(filter);
 }
 
-static int in_executable(const ms_psnap_filter *f, const char *object) {
+/* 1 if the ELF file at `path` is a program (ET_EXEC, or ET_DYN with DF_1_PIE in its
+ * dynamic section), 0 if not or if it cannot be read. */
+static int is_program_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  GElf_Ehdr header;
+  int program = 0;
+  if (elf && gelf_getehdr(elf, &header)) {
+    program = header.e_type == ET_EXEC;
+    Elf_Scn *scn = NULL;
+    while (!program && header.e_type == ET_DYN && (scn = elf_nextscn(elf, scn))) {
+      GElf_Shdr section;
+      if (!gelf_getshdr(scn, &section) || section.sh_type != SHT_DYNAMIC) continue;
+      Elf_Data *data = elf_getdata(scn, NULL);
+      size_t entries = data && section.sh_entsize ? section.sh_size / section.sh_entsize : 0;
+      for (size_t i = 0; i < entries; i++) {
+        GElf_Dyn entry;
+        if (gelf_getdyn(data, (int)i, &entry) && entry.d_tag == DT_FLAGS_1 &&
+            (entry.d_un.d_val & DF_1_PIE))
+          program = 1;
+      }
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return program;
+}
+
+/* is_program_file, once per object path: 1, 0, or a negative status. */
+static int is_program(ms_psnap_filter *f, const char *object) {
+  for (uint32_t i = 0; i < f->checked_count; i++)
+    if (!strcmp(f->checked[i].object, object)) return f->checked[i].program;
+  if (f->checked_count == f->checked_capacity) {
+    uint32_t capacity = f->checked_capacity ? 2 * f->checked_capacity : 16;
+    struct program_check *grown = realloc(f->checked, capacity * sizeof *grown);
+    if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    f->checked = grown;
+    f->checked_capacity = capacity;
+  }
+  char *copy = strdup(object);
+  if (!copy) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int program = is_program_file(object);
+  f->checked[f->checked_count++] = (struct program_check){copy, program};
+  return program;
+}
+
+static int in_executable(ms_psnap_filter *f, const char *object) {
   if (!object) return 1;
   if (!strcmp(object, f->executable)) return 1;
   char real[PATH_MAX];
-  if (f->executable_real && realpath(object, real)) return !strcmp(real, f->executable_real);
-  return !strcmp(base_name(object), base_name(f->executable));
+  if (f->executable_real && realpath(object, real)) {
+    if (!strcmp(real, f->executable_real)) return 1;
+  } else if (!strcmp(base_name(object), base_name(f->executable))) {
+    return 1;
+  }
+  return is_program(f, object);
 }
 
-static int decide(const ms_psnap_filter *f, const ms_site *site) {
+static int decide(ms_psnap_filter *f, const ms_site *site) {
   if (f->executable) return in_executable(f, site ? site->object : NULL);
   int keep = 0;
   for (int i = 0; site && i < f->function_count; i++)
@@ -138,7 +210,10 @@ int ms_psnap_filter_keeps(ms_psnap_filter *filter, const ms_site_table *sites, u
     filter->decided = decided;
     filter->capacity = capacity;
   }
-  if (filter->decided[site] == UNKNOWN)
-    filter->decided[site] = decide(filter, ms_site_table_get(sites, site)) ? KEPT : DROPPED;
+  if (filter->decided[site] == UNKNOWN) {
+    int keep = decide(filter, ms_site_table_get(sites, site));
+    if (keep < 0) return keep;
+    filter->decided[site] = keep ? KEPT : DROPPED;
+  }
   return filter->decided[site] == KEPT;
 }

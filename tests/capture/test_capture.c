@@ -37,9 +37,7 @@ typedef struct thread_stores {
   int in_order[64];
 } thread_stores;
 
-static void test_threads4(void **state) {
-  (void)state;
-  char *argv[] = {(char *)MEMSNAP_KERNEL_THREADS4, NULL};
+static void check_threads4(char *const *argv) {
   kind_counts counts;
   ms_source *source = capture_run(argv, &counts, NULL, NULL);
   assert_int_equal(source->info.exit_status, 0);
@@ -58,7 +56,10 @@ static void test_threads4(void **state) {
   store *all = malloc(capacity * sizeof *all);
   assert_non_null(all);
   ms_capture_options options = {.tool_dir = capture_tool_dir(), .quiet = 1};
-  assert_int_equal(ms_capture_open(&options, 1, argv, &source), 0);
+  int argc = 0;
+  while (argv[argc])
+    argc++;
+  assert_int_equal(ms_capture_open(&options, argc, argv, &source), 0);
   ms_batch batch;
   assert_int_equal(ms_batch_init(&batch, 0), 0);
   int n;
@@ -98,6 +99,22 @@ static void test_threads4(void **state) {
   free(all);
   free(stores);
   ms_source_destroy(source);
+}
+
+static void test_threads4(void **state) {
+  (void)state;
+  char *argv[] = {(char *)MEMSNAP_KERNEL_THREADS4, NULL};
+  check_threads4(argv);
+}
+
+/* The same through two wrappers that exec it (sh, then env): the followed image's threads
+ * are new threads, but the one that called execve (thread 0, main) */
+static void test_threads4_through_exec(void **state) {
+  (void)state;
+  char script[1024];
+  snprintf(script, sizeof script, "exec /usr/bin/env MEMSNAP_TEST=1 %s", MEMSNAP_KERNEL_THREADS4);
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", script, NULL};
+  check_threads4(argv);
 }
 
 /* (c) a segfault: records up to the crash, truncated, 128 + SIGSEGV */
@@ -197,25 +214,126 @@ static void test_destroy_while_running(void **state) {
   assert_int_equal(errno, ECHILD);
 }
 
-/* A wrapper that execs the program (env): the stream stops at the exec, and says so; the
- * exit status is the program's. An exec that fails (no such file) returns: not flagged. */
-static void test_exec_is_reported(void **state) {
+/* The accesses of the sites whose object is `object`, by kind, in order: a checksum of
+ * (kind, size, site function) and the count. */
+typedef struct object_accesses {
+  const char *object;
+  uint64_t count, checksum;
+} object_accesses;
+
+static uint64_t hash_text(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; s && *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Sites are resolved at the end of the stream: collect (site, kind, size), classify after. */
+static object_accesses count_object(char *const *argv, const char *object, ms_source **out) {
+  ms_capture_options options = {.tool_dir = capture_tool_dir(), .quiet = 1};
+  int argc = 0;
+  while (argv[argc])
+    argc++;
+  ms_source *source;
+  assert_int_equal(ms_capture_open(&options, argc, argv, &source), 0);
+  size_t capacity = 1 << 16, used = 0;
+  ms_access *all = malloc(capacity * sizeof *all);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0)
+    for (size_t i = 0; i < batch.count; i++) {
+      if (used == capacity) all = realloc(all, (capacity *= 2) * sizeof *all);
+      all[used++] = batch.accesses[i];
+    }
+  assert_int_equal(n, 0);
+  ms_batch_free(&batch);
+  object_accesses result = {.object = object};
+  for (size_t i = 0; i < used; i++) {
+    const ms_site *site = ms_site_table_get(source->info.sites, all[i].site);
+    if (!site || !site->object || strcmp(site->object, object) != 0) continue;
+    result.count++;
+    result.checksum =
+        result.checksum * 31 + (all[i].kind * 256u + all[i].size) + hash_text(site->function);
+  }
+  free(all);
+  *out = source;
+  return result;
+}
+
+/* A wrapper that execs the program (env) is followed into it (--trace-children): the
+ * program's own accesses are those of a direct run, in the same order, after the
+ * wrapper's; the stream is complete (not truncated) and says so. With no_follow_exec it
+ * stops at the exec and says that instead. An exec that fails (no such file) returns: not
+ * flagged either way. */
+static void test_exec_is_followed(void **state) {
   (void)state;
-  char *argv[] = {(char *)"/usr/bin/env", (char *)"MEMSNAP_TEST=1", (char *)MEMSNAP_KERNEL_EXIT3,
-                  NULL};
-  kind_counts counts;
-  ms_source *source = capture_run(argv, &counts, NULL, NULL);
+  char *direct[] = {(char *)MEMSNAP_KERNEL_EXIT3, NULL};
+  char *wrapped[] = {(char *)"/usr/bin/env", (char *)"MEMSNAP_TEST=1", (char *)MEMSNAP_KERNEL_EXIT3,
+                     NULL};
+  ms_source *source;
+  object_accesses alone = count_object(direct, MEMSNAP_KERNEL_EXIT3, &source);
+  assert_int_equal(source->info.execs, 0);
+  assert_false(source->info.flags & MS_STREAM_EXEC_FOLLOWED);
+  ms_source_destroy(source);
+  object_accesses through = count_object(wrapped, MEMSNAP_KERNEL_EXIT3, &source);
+  assert_true(alone.count >= 64);
+  assert_int_equal(through.count, alone.count);
+  assert_true(through.checksum == alone.checksum);
+  assert_int_equal(source->info.exit_status, 3);
+  assert_true(source->info.flags & MS_STREAM_EXEC_FOLLOWED);
+  assert_false(source->info.flags & (MS_STREAM_EXEC | MS_STREAM_TRUNCATED));
+  assert_int_equal(source->info.execs, 1);
+  assert_int_equal(source->info.children, 0);
+  /* env's own sites come first and stay defined: a site of /usr/bin/env exists */
+  int env_sites = 0;
+  for (uint32_t i = 0; i < ms_site_table_count(source->info.sites); i++) {
+    const ms_site *site = ms_site_table_get(source->info.sites, i);
+    env_sites += site->object && ends_with(site->object, "/env");
+  }
+  assert_true(env_sites > 0);
+  ms_source_destroy(source);
+
+  ms_capture_options options = {.tool_dir = capture_tool_dir(), .quiet = 1, .no_follow_exec = 1};
+  assert_int_equal(ms_capture_open(&options, 3, wrapped, &source), 0);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  uint64_t total = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0)
+    total += batch.count;
+  assert_int_equal(n, 0);
+  ms_batch_free(&batch);
   assert_int_equal(source->info.exit_status, 3);
   assert_true(source->info.flags & MS_STREAM_EXEC);
   assert_true(source->info.flags & MS_STREAM_TRUNCATED);
-  assert_int_equal(source->info.children, 0);
-  assert_true(counts.total > 0); /* env's own accesses */
+  assert_false(source->info.flags & MS_STREAM_EXEC_FOLLOWED);
+  assert_true(total > 0); /* env's own accesses */
   ms_source_destroy(source);
+
+  /* a setgid program is not followed (Valgrind cannot run it traced) but runs natively,
+   * as without following: the stream stops at the exec, and the exit status is its own */
+  char setgid_dir[] = "/tmp/memsnap-setgid-XXXXXX", copy[64], script[1024];
+  assert_non_null(mkdtemp(setgid_dir));
+  snprintf(copy, sizeof copy, "%s/exit3", setgid_dir);
+  snprintf(script, sizeof script, "cp '%s' '%s' && chmod 2755 '%s'", MEMSNAP_KERNEL_EXIT3, copy,
+           copy);
+  assert_int_equal(system(script), 0);
+  snprintf(script, sizeof script, "exec %s", copy);
+  char *setgid[] = {(char *)"/bin/sh", (char *)"-c", script, NULL};
+  kind_counts counts;
+  source = capture_run(setgid, &counts, NULL, NULL);
+  assert_int_equal(source->info.exit_status, 3);
+  assert_true(source->info.flags & MS_STREAM_EXEC);
+  assert_false(source->info.flags & MS_STREAM_EXEC_FOLLOWED);
+  ms_source_destroy(source);
+  unlink(copy);
+  rmdir(setgid_dir);
 
   char *missing[] = {(char *)"/usr/bin/env", (char *)"/nonexistent/memsnap-test", NULL};
   source = capture_run(missing, &counts, NULL, NULL);
   assert_int_equal(source->info.exit_status, 127);
-  assert_false(source->info.flags & MS_STREAM_EXEC);
+  assert_false(source->info.flags & (MS_STREAM_EXEC | MS_STREAM_EXEC_FOLLOWED));
   assert_false(source->info.flags & MS_STREAM_TRUNCATED);
   ms_source_destroy(source);
 }
@@ -231,7 +349,8 @@ static void test_children_are_counted(void **state) {
   assert_int_equal(source->info.exit_status, 0);
   assert_int_equal(source->info.children, 2);
   assert_true(source->info.flags & MS_STREAM_CHILDREN);
-  assert_false(source->info.flags & (MS_STREAM_TRUNCATED | MS_STREAM_EXEC));
+  assert_false(source->info.flags &
+               (MS_STREAM_TRUNCATED | MS_STREAM_EXEC | MS_STREAM_EXEC_FOLLOWED));
   ms_source_destroy(source);
 
   char *threads[] = {(char *)MEMSNAP_KERNEL_THREADS4, (char *)"100", NULL};
@@ -325,12 +444,13 @@ static void test_sites_resolve(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads4),
+      cmocka_unit_test(test_threads4_through_exec),
       cmocka_unit_test(test_segv),
       cmocka_unit_test(test_sigterm),
       cmocka_unit_test(test_sigkill),
       cmocka_unit_test(test_destroy_while_running),
       cmocka_unit_test(test_exit_status),
-      cmocka_unit_test(test_exec_is_reported),
+      cmocka_unit_test(test_exec_is_followed),
       cmocka_unit_test(test_children_are_counted),
       cmocka_unit_test(test_missing_program),
       cmocka_unit_test(test_sites_resolve),

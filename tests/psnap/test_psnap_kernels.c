@@ -426,6 +426,41 @@ static void default_profile_is_the_executable(void **state) {
   }
 }
 
+/* A kernel started through a wrapper that execs it (env): the live capture follows the
+ * exec, and the default profile keeps both programs' own accesses (env's and the
+ * kernel's, counted by object in the trace), nothing of the loader or libc, and replays
+ * them exactly. */
+static void profile_through_exec_keeps_the_programs(void **state) {
+  (void)state;
+  const kernel *K = &regular[0];
+  char kernel_path[1024], path[1024];
+  test_kernel(K->name, kernel_path, sizeof kernel_path);
+  assert_int_equal(test_memsnap_in(dir, "record -q -o env.mtr -- /usr/bin/env X=1 %s %d",
+                                   kernel_path, K->sizes[0]),
+                   0);
+  object_split kernel_split, env_split;
+  split_by_object("env.mtr", kernel_path, &kernel_split);
+  split_by_object("env.mtr", "/usr/bin/env", &env_split);
+  assert_true(kernel_split.inside > 0);
+  assert_true(env_split.inside > 0);
+  uint64_t total = kernel_split.inside + kernel_split.outside;
+  assert_true(total > kernel_split.inside + env_split.inside); /* the loaders and libcs ran */
+
+  assert_int_equal(test_memsnap_in(dir, "profile -q -o env.psnap env.mtr"), 0);
+  ms_psnap_profile profile;
+  snprintf(path, sizeof path, "%s/env.psnap", dir);
+  assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+  assert_int_equal(profile.access_count, kernel_split.inside + env_split.inside);
+  assert_int_equal(profile.excluded, total - profile.access_count);
+  ms_psnap_profile_free(&profile);
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache env.psnap env.mtr"), 0);
+  assert_out_contains("exact match: 100.0000%");
+  free(kernel_split.pcs);
+  free(kernel_split.other_pcs);
+  free(env_split.pcs);
+  free(env_split.other_pcs);
+}
+
 /* Raw bytes of dir/name, and their size. */
 static char *read_bytes(const char *name, size_t *size) {
   char path[1024];
@@ -501,6 +536,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(regular_kernels_replay_exactly_in_constant_size),
       cmocka_unit_test(default_profile_is_the_executable),
+      cmocka_unit_test(profile_through_exec_keeps_the_programs),
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(threads_replay_exactly),

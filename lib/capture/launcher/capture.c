@@ -89,9 +89,15 @@ typedef struct capture_source {
   int attached; /* ms_capture_attach: the credit socket stays open until destroy, so that
                    the program, waiting for its end of file, exits after the trace is written */
   int saw_exit;
-  int64_t exit_code;    /* from the EXIT record (rt: the status given to exit) */
-  int signal_number;    /* from a SIGNAL record, 0 if none */
-  int exec_last;        /* an EXEC unit ended the last slot read: no slot came after it */
+  int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
+  int signal_number; /* from a SIGNAL record, 0 if none */
+  int exec_last;     /* an EXEC unit ended the last slot read: no slot came after it */
+  /* Followed execs (Valgrind path): each image's tool numbers its sites and threads from 0;
+   * here its site i is site_base + i, its thread 0 (the one that called execve) keeps
+   * exec_thread, and its thread t > 0 is thread_base + t - 1. */
+  uint32_t site_base, thread_base;
+  uint16_t exec_thread;
+  int followed;         /* execs followed so far */
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
   uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
@@ -286,6 +292,19 @@ static void finish_stream(capture_source *cs) {
   resolve_sites(cs);
 }
 
+/* The tool of a new process image says HELLO after the last image's EXEC: its sites and
+ * threads are numbered on from here. */
+static void start_image(capture_source *cs) {
+  ms_stream_info *info = &cs->base.info;
+  cs->site_base = ms_site_table_count(info->sites);
+  cs->thread_base = info->thread_count;
+  cs->exec_thread = cs->thread;
+  cs->followed++;
+  cs->exec_last = 0;
+  info->execs++;
+  info->flags |= MS_STREAM_EXEC_FOLLOWED;
+}
+
 /* Gives the parsed slot back and waits for the next CHUNK notice: 0, 1 at end of stream,
  * or a negative status. */
 static int next_chunk(capture_source *cs) {
@@ -304,7 +323,12 @@ static int next_chunk(capture_source *cs) {
     uint64_t a = read_u64(p), b = read_u64(p + 8);
     cs->start += UNIT;
     unsigned tag = (unsigned)(b >> 8) & 0xff;
-    if (tag == TAG_HELLO) continue;
+    if (tag == TAG_HELLO) {
+      if (!cs->exec_last || cs->rt_layout || a != MS_VG_MAGIC || b >> 32 != MS_VG_VERSION)
+        return ms_error_set(MS_ERR_FORMAT, "capture channel: unexpected HELLO");
+      start_image(cs);
+      continue;
+    }
     if (tag == TAG_SIGNAL) {
       cs->signal_number = (int)(a & 0x7f);
       continue;
@@ -329,6 +353,7 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
   unsigned tag = unit_tag(cs->rt_layout, b);
   uint32_t site = unit_site(cs->rt_layout, b);
   if (tag == TAG_THREAD) {
+    if (cs->followed) a = a == 0 ? cs->exec_thread : (uint64_t)cs->thread_base + a - 1;
     if (a > UINT16_MAX) return ms_error_set(MS_ERR_UNSUPPORTED, "capture: more than 65536 threads");
     cs->thread = (uint16_t)a;
     if (a + 1 > info->thread_count) info->thread_count = (uint32_t)a + 1;
@@ -336,7 +361,7 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
     size_t extra = unit_extra(cs->rt_layout, b);
     if (extra * UNIT > (size_t)(cs->chunk_end - p - UNIT))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: site %u straddles a slot", site);
-    int rc = define_site(cs, site, a, p + UNIT, extra);
+    int rc = define_site(cs, cs->site_base + site, a, p + UNIT, extra);
     if (rc < 0) return rc;
     ++*site_count;
     return 1 + (long)extra;
@@ -369,14 +394,15 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
  * the other core). Neither a software prefetch 1 KiB ahead nor batches of 1024 records
  * (16 KiB, within L1) instead of 4096 changed its share (perf, matmul 250, three runs
  * each). */
-static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, uint32_t site_count,
-                            ms_access *out) {
+static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, uint32_t site_base,
+                            uint32_t site_count, ms_access *out) {
+  const uint64_t image_sites = site_count - site_base; /* the sites this image defined */
   size_t i = 0;
   for (; i < n; i++, p += UNIT) {
     uint64_t a = read_u64(p), b = read_u64(p + 8);
     uint64_t tag = (b >> 8) & 0xff, site = b >> 32;
-    if (__builtin_expect(tag > TAG_MODIFY || site >= site_count, 0)) break;
-    uint64_t tail = site | (uint64_t)thread << 32 | (b & 0xff) << 48 | tag << 56;
+    if (__builtin_expect(tag > TAG_MODIFY || site >= image_sites, 0)) break;
+    uint64_t tail = (site + site_base) | (uint64_t)thread << 32 | (b & 0xff) << 48 | tag << 56;
     memcpy(&out[i].address, &a, 8);
     memcpy((unsigned char *)&out[i] + 8, &tail, 8);
   }
@@ -478,7 +504,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
           rt ? copy_rt_words(p, n, cs->thread,
                              site_count < MS_RT_SHORT_SITES ? site_count : MS_RT_SHORT_SITES,
                              cs->site_tails, out + count)
-             : copy_accesses(p, n, cs->thread, site_count, out + count);
+             : copy_accesses(p, n, cs->thread, cs->site_base, site_count, out + count);
       count += copied;
       p += copied * step;
       cs->chunk = p;
@@ -493,14 +519,14 @@ static int capture_next(ms_source *source, ms_batch *batch) {
     } else {
       uint64_t a = read_u64(p), b = read_u64(p + 8);
       unsigned tag = (unsigned)(b >> 8) & 0xff;
-      uint32_t site = (uint32_t)(b >> 32);
+      uint64_t site = (b >> 32) + cs->site_base;
       is_access = tag <= TAG_MODIFY;
       if (is_access) {
         if (site >= site_count)
-          return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %u",
-                              site);
+          return ms_error_set(MS_ERR_FORMAT, "capture channel: access names undefined site %llu",
+                              (unsigned long long)(site - cs->site_base));
         access = (ms_access){.address = a,
-                             .site = site,
+                             .site = (uint32_t)site,
                              .thread = cs->thread,
                              .size = (uint8_t)b,
                              .kind = (uint8_t)tag};
@@ -897,7 +923,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   if (rc == 0) {
     env = via == MS_CAPTURE_RT ? rt_environment(channel[1], shm, credit[1], options)
                                : child_environment(tool_dir);
-    child_argv = calloc((size_t)argc + 8, sizeof *child_argv);
+    child_argv = calloc((size_t)argc + 9, sizeof *child_argv);
     if (!env || !child_argv) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
   char options_text[4][40];
@@ -916,6 +942,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
     child_argv[n++] = (char *)"valgrind";
     child_argv[n++] = (char *)"--tool=memsnap";
     if (!options || options->quiet) child_argv[n++] = (char *)"-q";
+    if (!options || !options->no_follow_exec) child_argv[n++] = (char *)"--trace-children=yes";
     for (int i = 0; i < 4; i++)
       child_argv[n++] = options_text[i];
     child_argv[n++] = program;

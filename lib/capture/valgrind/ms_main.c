@@ -35,7 +35,8 @@
  * file or FIFO) receives the units themselves (handy for `--memsnap-out=/dev/null`).
  * Descriptors move into Valgrind's reserved range, so the client can neither see nor
  * close them. A forked child of the client stops recording (its records would mix with
- * the parent's).
+ * the parent's). An execve is followed when Valgrind runs with --trace-children=yes: the
+ * next image's tool continues the channel (follow_exec).
  *
  * Protocol (little-endian; the stream is a sequence of 16-byte units):
  *
@@ -56,7 +57,9 @@
  *   tag 0x14     CHUNK (fast mode, on the pipe only): slot b>>32 holds `a` bytes of units.
  *   tag 0x16     EXEC: the client calls execve; sent as the last unit of a slot. If it is
  *                the last unit of the stream (no EXIT), the program replaced its image,
- *                which Valgrind does not follow.
+ *                which Valgrind did not follow. If a HELLO follows it on the pipe, it did
+ *                (--trace-children=yes): the new image's tool goes on with the same
+ *                channel, numbering its sites and threads from 0 again.
  * *   tag 0x17     FORK: the client started process `a` (fork, vfork, clone without
  *                CLONE_THREAD), whose accesses are not recorded.
  *
@@ -77,11 +80,19 @@
 #include "pub_tool_threadstate.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_vkiscnums.h"
+#include "pub_tool_xarray.h"
 
 /* Not in the pub_tool headers, but exported by libcoregrind: duplicates a descriptor into
  * Valgrind's reserved range (above the client's limit), closes the original, sets
  * close-on-exec. */
 extern Int VG_(safe_fd)(Int oldfd);
+
+/* Also libcoregrind's (pub_core_libcfile.h, pub_core_clientstate.h, pub_core_options.h),
+ * for following execve (see ms_pre_syscall): descriptor flags, the options the next
+ * Valgrind is started with, and whether it is started at all. */
+extern Int VG_(fcntl)(Int fd, Int cmd, Addr arg);
+extern XArray *VG_(args_for_valgrind);
+extern Bool VG_(clo_trace_children);
 
 #include "../protocol.h"
 
@@ -143,6 +154,7 @@ static void ms_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
 static Int out_fd = -1;    /* the pipe or file; -1 once the reader is gone */
 static Int credit_fd = -1; /* fast mode: slots given back by the reader */
+static Int shm_fd = -1;    /* fast mode: the slots' file, kept for a followed execve */
 static Unit *slots = NULL; /* fast mode: slot_count * BUFFER_UNITS units, shared */
 static UInt slot_count = 0, current_slot = 0, slots_in_flight = 0;
 static Unit *buffer, *buffer_pos, *buffer_end;
@@ -258,9 +270,14 @@ static void ms_thread_created(ThreadId parent, ThreadId child) {
 
 static void ms_forked_child(ThreadId tid) {
   (void)tid;
-  /* the shared slots are the parent's: record nothing more, into a private scratch buffer */
+  /* the shared slots are the parent's: record nothing more, into a private scratch buffer;
+   * a program this child execs runs without Valgrind (nothing would record it, and its
+   * tool would take the original descriptor numbers from the command line) */
+  VG_(clo_trace_children) = False;
   if (credit_fd >= 0) VG_(close)(credit_fd);
   credit_fd = -1;
+  if (shm_fd >= 0) VG_(close)(shm_fd);
+  shm_fd = -1;
   stop_recording();
   buffer = VG_(malloc)("memsnap.child", BUFFER_UNITS * sizeof(Unit));
   buffer_pos = buffer;
@@ -538,7 +555,7 @@ static Int reserved_fd(const HChar *option, Long fd) {
 }
 
 static void ms_post_clo_init(void) {
-  if (clo_out) {
+  if (clo_out && *clo_out) { /* empty: cleared by a followed execve (follow_exec) */
     SysRes res = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0644);
     if (sr_isError(res))
       VG_(fmsg_bad_option)("--memsnap-out", "cannot open '%s' for writing\n", clo_out);
@@ -557,7 +574,7 @@ static void ms_post_clo_init(void) {
                                                          (Int)clo_shm, 0);
     if (sr_isError(res))
       VG_(fmsg_bad_option)("--memsnap-shm", "cannot map descriptor %lld\n", clo_shm);
-    VG_(close)((Int)clo_shm);
+    shm_fd = reserved_fd("--memsnap-shm", clo_shm);
     slots = (Unit *)sr_Res(res);
     credit_fd = reserved_fd("--memsnap-credit", clo_credit);
     buffer = slots;
@@ -583,18 +600,96 @@ static void ms_fini(Int exit_code) {
   out_fd = -1;
   if (credit_fd >= 0) VG_(close)(credit_fd);
   credit_fd = -1;
+  if (shm_fd >= 0) VG_(close)(shm_fd);
+  shm_fd = -1;
 }
 
-/* A successful execve replaces the client without Valgrind (no --trace-children): the
- * channel closes on exec, so whatever is buffered must go now, ended by an EXEC unit so
- * that the reader can say why the stream stops. An execve that fails (execvp trying each
- * directory of PATH) returns, and the accesses after it come in later slots: the EXEC
- * unit is then not the last one, which is how the reader tells the two apart. */
+static Bool exec_not_followed = False; /* the execve under way runs natively (can_follow) */
+
+static void set_close_on_exec(Bool on) {
+  Int fds[3] = {out_fd, credit_fd, shm_fd};
+  for (Int i = 0; i < 3; i++)
+    if (fds[i] >= 0) VG_(fcntl)(fds[i], VKI_F_SETFD, on ? VKI_FD_CLOEXEC : 0);
+}
+
+static void add_exec_option(const HChar *name, Int value) {
+  HChar text[64];
+  if (value >= 0)
+    VG_(snprintf)(text, sizeof text, "%s=%d", name, value);
+  else
+    VG_(snprintf)(text, sizeof text, "%s=", name);
+  HChar *copy = VG_(strdup)("memsnap.exec", text);
+  VG_(addToXA)(VG_(args_for_valgrind), &copy);
+}
+
+/* Following an execve (--trace-children=yes, memsnap's default): Valgrind starts itself
+ * again on the new program with the options it was given, and that tool must continue this
+ * channel. Its descriptors have moved (reserved range), so their numbers are appended to
+ * the options (a later option wins); they stay open across the exec, and every slot is
+ * back from the reader first, so that the next tool starts with all slots free. Returns
+ * whether the exec can be followed; when it cannot (recording stopped), Valgrind must not
+ * trace it, or the next tool would take the original numbers, now the client's. */
+static Bool follow_exec(void) {
+  while (slots && out_fd >= 0 && slots_in_flight > 0) {
+    UChar credits[64];
+    Int n = VG_(read)(credit_fd, credits, sizeof credits);
+    if (n <= 0) {
+      stop_recording();
+      break;
+    }
+    slots_in_flight -= (UInt)n < slots_in_flight ? (UInt)n : slots_in_flight;
+  }
+  if (out_fd < 0) return False;
+  static Bool options_added = False; /* the same descriptors for every attempt (execvp) */
+  if (!options_added) {
+    add_exec_option("--memsnap-fd", out_fd);
+    add_exec_option("--memsnap-out", -1);
+    if (slots) {
+      add_exec_option("--memsnap-credit", credit_fd);
+      add_exec_option("--memsnap-shm", shm_fd);
+    }
+    options_added = True;
+  }
+  set_close_on_exec(False);
+  return True;
+}
+
+/* Whether Valgrind can run `path` traced: not a setuid or setgid file (Valgrind refuses
+ * those, and the exec would fail in the program), and an amd64 ELF file or a script (the
+ * only tool built is memsnap-amd64-linux). A program that cannot be followed is exec'd
+ * natively, as without --trace-children, and the stream ends at the exec. A path that
+ * cannot be read is left to Valgrind and the kernel (the exec fails as it would natively). */
+static Bool can_follow(const HChar *path) {
+  struct vg_stat st;
+  SysRes res = VG_(stat)(path, &st);
+  if (sr_isError(res)) return True;
+  if (st.mode & (VKI_S_ISUID | VKI_S_ISGID)) return False;
+  res = VG_(open)(path, VKI_O_RDONLY, 0);
+  if (sr_isError(res)) return True;
+  UChar head[20];
+  Int fd = (Int)sr_Res(res), n = VG_(read)(fd, head, sizeof head);
+  VG_(close)(fd);
+  if (n >= 2 && head[0] == '#' && head[1] == '!') return True;
+  Bool elf = n >= 20 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
+  if (!elf) return True;
+  return head[4] == 2 /* ELFCLASS64 */ && head[18] == 62 && head[19] == 0 /* EM_X86_64 */;
+}
+
+/* Before an execve, whatever is buffered goes to the reader, ended by an EXEC unit, so
+ * that the reader can tell why the stream stops (not followed: the channel closes on
+ * exec) or where the next image starts (followed: its HELLO comes next on the pipe). An
+ * execve that fails (execvp trying each directory of PATH) returns, and the accesses after
+ * it come in later slots: the EXEC unit is then not the last one, which is how the reader
+ * tells the two apart. */
 static void ms_pre_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count) {
-  (void)tid, (void)args, (void)arg_count;
+  (void)tid, (void)arg_count;
   if (syscall_number != __NR_execve && syscall_number != __NR_execveat) return;
   if (out_fd >= 0) put_unit(0, pack(0, TAG_EXEC, 0, 0));
   flush_buffer();
+  if (!VG_(clo_trace_children)) return;
+  Bool follow = syscall_number == __NR_execveat || !args[0] || can_follow((const HChar *)args[0]);
+  exec_not_followed = !follow || !follow_exec();
+  if (exec_not_followed) VG_(clo_trace_children) = False;
 }
 
 /* A process the client forks (fork, vfork, or clone without CLONE_THREAD, as posix_spawn
@@ -603,6 +698,11 @@ static void ms_pre_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt 
 static void ms_post_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count,
                             SysRes result) {
   (void)tid, (void)arg_count;
+  if ((syscall_number == __NR_execve || syscall_number == __NR_execveat) && sr_isError(result)) {
+    set_close_on_exec(True); /* the exec failed: this image goes on (follow_exec) */
+    if (exec_not_followed) VG_(clo_trace_children) = True; /* the next one may be followed */
+    exec_not_followed = False;
+  }
   Bool process = syscall_number == __NR_clone && !(args[0] & 0x00010000 /* CLONE_THREAD */);
 #ifdef __NR_fork
   process = process || syscall_number == __NR_fork;
