@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memsnap/capture.h"
 #include "memsnap/psnap.h"
@@ -26,6 +27,57 @@ void cli_error(const char *command, const char *format, ...) {
 int cli_fail(const char *command) {
   cli_error(command, "%s", ms_error_message());
   return 1;
+}
+
+const char *cli_mpi_rank(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                      "MV2_COMM_WORLD_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *value = getenv(names[i]);
+    if (value && *value && strspn(value, "0123456789") == strlen(value)) return value;
+  }
+  return NULL;
+}
+
+char *cli_output_name(const char *command, const char *option, const char *pattern) {
+  size_t size = strlen(pattern) + 1, used = 0;
+  for (const char *p = pattern; (p = strchr(p, '%')); p++)
+    size += 32; /* room for a pid or a rank */
+  char *name = malloc(size);
+  if (!name) {
+    cli_error(command, "out of memory");
+    return NULL;
+  }
+  for (const char *p = pattern; *p; p++) {
+    const char *rank = NULL;
+    if (*p != '%') {
+      name[used++] = *p;
+      continue;
+    }
+    switch (p[1]) {
+    case '%': name[used++] = '%'; break;
+    case 'p': used += (size_t)snprintf(name + used, 32, "%ld", (long)getpid()); break;
+    case 'r':
+      if (!(rank = cli_mpi_rank()) || strlen(rank) > 20) {
+        cli_error(command,
+                  "%s %s: %%r needs an MPI rank in the environment (OMPI_COMM_WORLD_RANK, "
+                  "PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK or SLURM_PROCID); none is set",
+                  option, pattern);
+        free(name);
+        return NULL;
+      }
+      used += (size_t)snprintf(name + used, 32, "%s", rank);
+      break;
+    default:
+      cli_error(command, "%s %s: unknown pattern %%%c (%%r rank, %%p pid, %%%% a '%%')", option,
+                pattern, p[1] ? p[1] : ' ');
+      free(name);
+      return NULL;
+    }
+    p++;
+  }
+  name[used] = '\0';
+  return name;
 }
 
 int cli_option_error(const char *command, int option, char **argv) {

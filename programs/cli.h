@@ -35,6 +35,15 @@ void cli_error(const char *command, const char *format, ...) __attribute__((form
 /* Prints ms_error_message() after the command name; returns 1 (a failing exit status). */
 int cli_fail(const char *command);
 
+/* The MPI rank of this process from its launcher's environment (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID, the first set), or NULL. */
+const char *cli_mpi_rank(void);
+/* An output name with its patterns expanded, for programs run as many processes (mpirun
+ * -n 4 memsnap record -o app.%r.mtr -- ./app): %r the MPI rank (cli_mpi_rank; an error if
+ * there is none), %p this process's pid, %% a '%'. A malloc'ed name, or NULL after a
+ * message naming `option` (exit status 2). */
+char *cli_output_name(const char *command, const char *option, const char *pattern);
+
 /* After getopt_long returned ':' (missing value) or '?' (unknown option): one line naming
  * the option; returns 2, the usage-error exit status. */
 int cli_option_error(const char *command, int option, char **argv);

@@ -18,7 +18,8 @@
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap profile [-o OUT.psnap] [OPTIONS] (TRACE | -- PROGRAM [ARGS...])\n"
-              "  -o, --output FILE     profile to write (default: standard output);\n"
+              "  -o, --output FILE     profile to write (default: standard output; %%r: the\n"
+              "                        MPI rank, %%p: the pid);\n"
               "                        FILE.zst is compressed with zstd\n"
               "  -z, --compress        compress with zstd whatever the name\n"
               "      --all-objects     keep the accesses of every object (loader, libraries);\n"
@@ -60,6 +61,7 @@ int cmd_profile(int argc, char **argv) {
   ms_psnap_options settings;
   ms_psnap_options_default(&settings);
   const char *output = "-";
+  char *expanded = NULL;
   const char **functions = calloc((size_t)argc + 1, sizeof *functions);
   const char **lines = calloc((size_t)argc + 1, sizeof *lines);
   int quiet = 0, compress = 0, c, status = 0;
@@ -108,6 +110,10 @@ int cmd_profile(int argc, char **argv) {
     status = 2;
     goto out;
   }
+  if (strcmp(output, "-") && !(output = expanded = cli_output_name(argv[0], "-o", output))) {
+    status = 2;
+    goto out;
+  }
   ms_sink *builder = NULL;
   ms_source *source = NULL;
   ms_psnap_profile profile = {0};
@@ -141,6 +147,7 @@ int cmd_profile(int argc, char **argv) {
   if (source) ms_source_destroy(source);
   ms_sink_destroy(builder);
 out:
+  free(expanded);
   free(functions);
   free(lines);
   return status;

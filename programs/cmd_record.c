@@ -20,7 +20,9 @@
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap record [-o OUT.mtr] [--quiet] [--via=auto|valgrind|rt]\n"
               "                      [--sample ON/OFF] -- PROGRAM [ARGS...]\n"
-              "  -o, --output FILE  trace to write (default: PROGRAM's basename + .mtr)\n"
+              "  -o, --output FILE  trace to write (default: PROGRAM's basename + .mtr, or\n"
+              "                     + .RANK.mtr under an MPI launcher); %%r: the MPI rank,\n"
+              "                     %%p: the pid (mpirun -n 4 memsnap record -o app.%%r.mtr)\n"
               "  -q, --quiet        no summary line\n"
               "  --via=HOW          valgrind (any program), rt (built with memsnap-cc), or auto\n"
               "                     (rt if the program contains memsnap's runtime; default)\n"
@@ -47,12 +49,17 @@ static void count_destroy(ms_sink *sink) { (void)sink; }
 static const ms_sink_ops counting_ops = {
     .begin = NULL, .consume = count_consume, .end = NULL, .destroy = count_destroy};
 
+/* PROGRAM's basename + .mtr; under an MPI launcher + .RANK.mtr, so that the ranks of
+ * `mpirun -n 4 memsnap record -- ./app` do not all write app.mtr. */
 static char *default_output(const char *program) {
-  const char *slash = strrchr(program, '/');
+  const char *slash = strrchr(program, '/'), *rank = cli_mpi_rank();
   const char *base = slash ? slash + 1 : program;
-  size_t length = strlen(base) + sizeof ".mtr";
+  size_t length = strlen(base) + sizeof ".mtr" + (rank ? strlen(rank) + 1 : 0);
   char *path = malloc(length);
-  if (path) snprintf(path, length, "%s.mtr", base);
+  if (path && rank)
+    snprintf(path, length, "%s.%s.mtr", base, rank);
+  else if (path)
+    snprintf(path, length, "%s.mtr", base);
   return path;
 }
 
@@ -114,8 +121,10 @@ int cmd_record(int argc, char **argv) {
       cli_error(argv[0], "out of memory");
       return 1;
     }
-    output = default_path;
+  } else if (!(default_path = cli_output_name(argv[0], "-o", output))) {
+    return 2;
   }
+  output = default_path;
 
   int status = 1;
   ms_sink *writer = NULL;

@@ -22,7 +22,8 @@
 static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap signature [OPTIONS] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)\n"
-          "  -o, --output FILE   where to write (default: standard output)\n"
+          "  -o, --output FILE   where to write (default: standard output; %%r: the MPI\n"
+          "                      rank, %%p: the pid)\n"
           "  --width N           maximal line width in bytes, a power of two (default 512)\n"
           "  --word N            word size in bytes, a power of two (default 4)\n"
           "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M;\n"
@@ -110,6 +111,11 @@ static int parse_options(int argc, char **argv, signature_options *options) {
     default: return cli_option_error(argv[0], c, argv);
     }
   }
+  if (options->output && strcmp(options->output, "-")) { /* a bad pattern before the run */
+    char *name = cli_output_name(argv[0], "-o", options->output);
+    if (!name) return 2;
+    free(name);
+  }
   if ((options->cold || options->warmup) && !options->sample_off) {
     cli_error(argv[0], "--sample-cold and --warmup need --sample ON/OFF with OFF > 0");
     return 2;
@@ -136,8 +142,11 @@ static int forget_history(void *context, uint64_t interval) {
 static int write_signature(const char *command, const ms_signature *signature,
                            const signature_options *options) {
   ms_output output;
-  const char *path = options->output ? options->output : "-";
-  if (ms_output_open(&output, path) < 0) return cli_fail(command);
+  char *path = cli_output_name(command, "-o", options->output ? options->output : "-");
+  if (!path) return 2;
+  int opened = ms_output_open(&output, path);
+  free(path);
+  if (opened < 0) return cli_fail(command);
   int rc = options->json ? ms_signature_write_json(output.file, signature)
                          : ms_signature_write_text(output.file, signature);
   if (rc < 0) {

@@ -1,0 +1,150 @@
+/* Programs run as many processes (MPI): `mpirun -n 2 memsnap record -o ring.%r.mtr --
+ * ./mpi_ring N` gives one trace per rank, named by its rank (Open MPI's
+ * OMPI_COMM_WORLD_RANK), and each holds its rank's program: the fill loop's stores and the
+ * sum loop's loads of N doubles each (8N bytes, whatever the vector width), counted by
+ * source line in the trace's own site table. Without -o, the ranks write
+ * mpi_ring.RANK.mtr rather than all the same file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h> /* after its prerequisites above */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memsnap/memsnap.h"
+#include "memsnap/trace.h"
+#include "memsnap_kernels.h"
+#include "testutil.h"
+
+#define RING_N 20000
+
+static char *dir;
+
+/* The 1-based line of tests/programs/mpi_ring.c holding `text`. */
+static int ring_line(const char *text) {
+  char path[4096], line[512];
+  snprintf(path, sizeof path, "%s/tests/programs/mpi_ring.c", test_env("MEMSNAP_SOURCE_DIR"));
+  FILE *file = fopen(path, "r");
+  assert_non_null(file);
+  int number = 0, found = 0;
+  while (!found && fgets(line, sizeof line, file)) {
+    number++;
+    found = strstr(line, text) != NULL;
+  }
+  fclose(file);
+  assert_true(found);
+  return number;
+}
+
+/* Bytes stored at line `fill` and loaded at line `sum` of mpi_ring.c in dir/name. */
+static void loop_bytes(const char *name, int fill, int sum, uint64_t *stored, uint64_t *loaded) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  ms_source *source;
+  assert_int_equal(ms_trace_open(path, &source), 0);
+  const ms_stream_info *info = ms_source_info(source);
+  assert_int_equal(info->exit_status, 0);
+  assert_false(info->flags & MS_STREAM_TRUNCATED);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  *stored = *loaded = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0)
+    for (size_t i = 0; i < batch.count; i++) {
+      const ms_access *a = &batch.accesses[i];
+      const ms_site *site = ms_site_table_get(info->sites, a->site);
+      if (!site || !site->file || !strstr(site->file, "mpi_ring.c")) continue;
+      if (site->line == (uint32_t)fill && a->kind == MS_STORE) *stored += a->size;
+      if (site->line == (uint32_t)sum && a->kind == MS_LOAD) *loaded += a->size;
+    }
+  assert_int_equal(n, 0);
+  ms_batch_free(&batch);
+  ms_source_destroy(source);
+}
+
+static int mpirun(const char *memsnap_args) {
+  /* root in CI containers: Open MPI refuses to run as root unless told */
+  return test_run("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                  "'%s' --oversubscribe -n 2 '%s' %s > out 2> err",
+                  dir, MEMSNAP_MPIEXEC, test_env("MEMSNAP"), memsnap_args);
+}
+
+static void test_one_trace_per_rank(void **state) {
+  (void)state;
+  char args[4096];
+  snprintf(args, sizeof args, "record -q -o ring.%%r.mtr -- '%s' %d", MEMSNAP_KERNEL_MPI_RING,
+           RING_N);
+  assert_int_equal(mpirun(args), 0);
+  char *out = test_read_in(dir, "out");
+  assert_non_null(out);
+  char expected[64]; /* rank 0 prints the sum over both ranks of rank + i */
+  snprintf(expected, sizeof expected, "%.0f\n",
+           (double)RING_N * (RING_N - 1) + (double)RING_N /* rank 1's +1 each */);
+  assert_string_equal(out, expected);
+  free(out);
+  int fill = ring_line("/* fill */"), sum = ring_line("/* sum */");
+  for (int rank = 0; rank < 2; rank++) {
+    char name[64];
+    snprintf(name, sizeof name, "ring.%d.mtr", rank);
+    uint64_t stored, loaded;
+    loop_bytes(name, fill, sum, &stored, &loaded);
+    assert_int_equal(stored, 8 * RING_N);
+    assert_int_equal(loaded, 8 * RING_N);
+  }
+  char literal[1100];
+  snprintf(literal, sizeof literal, "%s/ring.%%r.mtr", dir);
+  assert_int_equal(access(literal, F_OK), -1);
+
+  /* no -o: each rank its own default name */
+  snprintf(args, sizeof args, "record -q -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);
+  assert_int_equal(mpirun(args), 0);
+  assert_int_equal(test_run("cd '%s' && test -s mpi_ring.0.mtr && test -s mpi_ring.1.mtr && "
+                            "! test -e mpi_ring.mtr",
+                            dir),
+                   0);
+}
+
+/* %r outside an MPI launcher, and unknown patterns, are usage errors naming the option. */
+static void test_output_patterns(void **state) {
+  (void)state;
+  assert_int_equal(test_memsnap_in(dir, "record -q -o t.%%r.mtr -- '%s'", MEMSNAP_KERNEL_EXIT3), 2);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "-o t.%r.mtr: %r needs an MPI rank"));
+  free(err);
+  assert_int_equal(test_memsnap_in(dir, "record -q -o t.%%q.mtr -- '%s'", MEMSNAP_KERNEL_EXIT3), 2);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "unknown pattern %q"));
+  free(err);
+  assert_int_equal(test_run("cd '%s' && PMI_RANK=7 '%s' record -q -o 't.%%r.%%%%.mtr' -- '%s' "
+                            "> out 2> err; test $? = 3 && test -s 't.7.%%.mtr'",
+                            dir, test_env("MEMSNAP"), MEMSNAP_KERNEL_EXIT3),
+                   0);
+  assert_int_equal(test_run("cd '%s' && SLURM_PROCID=5 '%s' profile -q -o 'p.%%r.psnap' -- '%s' "
+                            "> out 2> err; test $? = 3 && test -s p.5.psnap",
+                            dir, test_env("MEMSNAP"), MEMSNAP_KERNEL_EXIT3),
+                   0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  dir = test_tempdir();
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  test_rmdir(dir);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_trace_per_rank),
+      cmocka_unit_test(test_output_patterns),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
