@@ -83,6 +83,22 @@ static inline int test_memsnap_in(const char *dir, const char *format, ...) {
   return test_run("cd '%s' && '%s' %s > out 2> err", dir, test_env("MEMSNAP"), args);
 }
 
+/* The 1-based number of the first line of tests/programs/`source` that contains `text`,
+ * 0 if none (the file from MEMSNAP_SOURCE_DIR). */
+static inline int test_program_line(const char *source, const char *text) {
+  char path[4096], line[512];
+  snprintf(path, sizeof path, "%s/tests/programs/%s", test_env("MEMSNAP_SOURCE_DIR"), source);
+  FILE *file = fopen(path, "r");
+  if (!file) return 0;
+  int number = 0, found = 0;
+  while (!found && fgets(line, sizeof line, file)) {
+    number++;
+    found = strstr(line, text) != NULL;
+  }
+  fclose(file);
+  return found ? number : 0;
+}
+
 /* The whole of dir/name (NULL if it cannot be read). */
 static inline char *test_read_in(const char *dir, const char *name) {
   char path[1024];

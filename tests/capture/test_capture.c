@@ -18,6 +18,7 @@
 #include "capture_util.h"
 #include "memsnap/capture.h"
 #include "memsnap_kernels.h"
+#include "testutil.h"
 
 static int ends_with(const char *s, const char *suffix) {
   size_t n = s ? strlen(s) : 0, m = strlen(suffix);
@@ -396,28 +397,11 @@ static void test_missing_program(void **state) {
   assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
 }
 
-/* The 1-based line of `source` (under tests/programs/) that contains `text`. */
-static int line_of(const char *source, const char *text) {
-  const char *root = getenv("MEMSNAP_SOURCE_DIR");
-  assert_non_null(root);
-  char path[4096], line[512];
-  snprintf(path, sizeof path, "%s/tests/programs/%s", root, source);
-  FILE *file = fopen(path, "r");
-  assert_non_null(file);
-  int number = 0, found = 0;
-  while (!found && fgets(line, sizeof line, file)) {
-    number++;
-    found = strstr(line, text) != NULL;
-  }
-  fclose(file);
-  assert_true(found);
-  return number;
-}
-
 /* (f) sites carry the kernel's function, file and line (libdw) */
 static void test_sites_resolve(void **state) {
   (void)state;
-  int loop_line = line_of("stream_add.c", "a[i] = b[i] + c[i];");
+  int loop_line = test_program_line("stream_add.c", "a[i] = b[i] + c[i];");
+  assert_true(loop_line > 0);
   char *argv[] = {(char *)MEMSNAP_KERNEL_STREAM_ADD, (char *)"1000", NULL};
   kind_counts counts;
   ms_source *source = capture_run(argv, &counts, NULL, NULL);

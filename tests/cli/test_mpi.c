@@ -25,22 +25,6 @@
 
 static char *dir;
 
-/* The 1-based line of tests/programs/mpi_ring.c holding `text`. */
-static int ring_line(const char *text) {
-  char path[4096], line[512];
-  snprintf(path, sizeof path, "%s/tests/programs/mpi_ring.c", test_env("MEMSNAP_SOURCE_DIR"));
-  FILE *file = fopen(path, "r");
-  assert_non_null(file);
-  int number = 0, found = 0;
-  while (!found && fgets(line, sizeof line, file)) {
-    number++;
-    found = strstr(line, text) != NULL;
-  }
-  fclose(file);
-  assert_true(found);
-  return number;
-}
-
 /* Bytes stored at line `fill` and loaded at line `sum` of mpi_ring.c in dir/name. */
 static void loop_bytes(const char *name, int fill, int sum, uint64_t *stored, uint64_t *loaded) {
   char path[1024];
@@ -87,7 +71,9 @@ static void test_one_trace_per_rank(void **state) {
            (double)RING_N * (RING_N - 1) + (double)RING_N /* rank 1's +1 each */);
   assert_string_equal(out, expected);
   free(out);
-  int fill = ring_line("/* fill */"), sum = ring_line("/* sum */");
+  int fill = test_program_line("mpi_ring.c", "/* fill */"),
+      sum = test_program_line("mpi_ring.c", "/* sum */");
+  assert_true(fill > 0 && sum > 0);
   for (int rank = 0; rank < 2; rank++) {
     char name[64];
     snprintf(name, sizeof name, "ring.%d.mtr", rank);

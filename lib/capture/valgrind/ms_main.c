@@ -181,6 +181,21 @@ static void stop_recording(void) {
   slots = NULL; /* the current buffer stays as scratch space */
 }
 
+/* Fast mode: reads credits until at most `limit` slots are in flight; False if the reader
+ * is gone (recording stopped). */
+static Bool wait_credits(UInt limit) {
+  while (slots_in_flight > limit) {
+    UChar credits[64];
+    Int n = VG_(read)(credit_fd, credits, sizeof credits);
+    if (n <= 0) {
+      stop_recording();
+      return False;
+    }
+    slots_in_flight -= (UInt)n < slots_in_flight ? (UInt)n : slots_in_flight;
+  }
+  return True;
+}
+
 /* Fast mode: hands the filled slot to the reader and moves to the next free one. */
 static void submit_slot(void) {
   Unit notice = {(ULong)(buffer_pos - buffer) * sizeof(Unit),
@@ -191,15 +206,7 @@ static void submit_slot(void) {
     return;
   }
   slots_in_flight++;
-  while (slots_in_flight >= slot_count) {
-    UChar credits[64];
-    Int n = VG_(read)(credit_fd, credits, sizeof credits);
-    if (n <= 0) {
-      stop_recording();
-      return;
-    }
-    slots_in_flight -= (UInt)n < slots_in_flight ? (UInt)n : slots_in_flight;
-  }
+  if (!wait_credits(slot_count - 1)) return;
   current_slot = (current_slot + 1) % slot_count;
   buffer = slots + (SizeT)current_slot * BUFFER_UNITS;
   buffer_end = buffer + BUFFER_UNITS;
@@ -630,15 +637,7 @@ static void add_exec_option(const HChar *name, Int value) {
  * whether the exec can be followed; when it cannot (recording stopped), Valgrind must not
  * trace it, or the next tool would take the original numbers, now the client's. */
 static Bool follow_exec(void) {
-  while (slots && out_fd >= 0 && slots_in_flight > 0) {
-    UChar credits[64];
-    Int n = VG_(read)(credit_fd, credits, sizeof credits);
-    if (n <= 0) {
-      stop_recording();
-      break;
-    }
-    slots_in_flight -= (UInt)n < slots_in_flight ? (UInt)n : slots_in_flight;
-  }
+  if (slots && out_fd >= 0) wait_credits(0);
   if (out_fd < 0) return False;
   static Bool options_added = False; /* the same descriptors for every attempt (execvp) */
   if (!options_added) {
