@@ -86,8 +86,9 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
   stack->bits = calloc(stack->word_count, sizeof *stack->bits);
   stack->rank = calloc(stack->word_count, sizeof *stack->rank);
-  stack->boundary = calloc((size_t)count, sizeof *stack->boundary);
-  stack->after = calloc((size_t)count, sizeof *stack->after);
+  const size_t lanes = (size_t)(count + REUSE_LANES - 1) / REUSE_LANES * REUSE_LANES;
+  stack->boundary = calloc(lanes, sizeof *stack->boundary);
+  stack->after = calloc(lanes, sizeof *stack->after);
   stack->time_block = huge_calloc(stack->window, sizeof *stack->time_block);
   stack->slots = calloc(slots, sizeof *stack->slots);
   if (!stack->thresholds || !stack->bits || !stack->rank || !stack->boundary || !stack->after ||
@@ -97,6 +98,8 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
                         (unsigned)thresholds[count - 1]);
   }
   memcpy(stack->thresholds, thresholds, (size_t)count * sizeof *thresholds);
+  for (size_t j = (size_t)count - 1; j < lanes; j++) /* padding: never before a time */
+    stack->boundary[j] = REUSE_NO_BOUNDARY;
   stack->now = 1; /* time 0 stays before every mark: boundaries start there */
   stack->oldest = 1;
   stack->powers_of_two = 1;
@@ -245,6 +248,25 @@ static inline int resolve(reuse_stack *stack, int j) {
   return 1;
 }
 
+/* The mark at t leaves the counts of the boundaries before it: after[j] -= boundary[j] < t,
+ * REUSE_LANES boundaries at a time (the padding's boundary is never before t). As a scalar
+ * loop over the 16 bounded boundaries it took a third of reference() on matmul at width 64
+ * (perf, cpu-clock); 4 lanes are one SSE2 compare and add (8 lanes, wider than SSE2, GCC
+ * split into scalar compares: no faster). Exact surface, CPU time, interleaved pairs:
+ * matmul 1.39 / 1.49 s -> 1.14 / 1.15 s, random_gather 2.47 / 2.50 s -> 2.25 / 2.26 s,
+ * gather 1.15 -> 1.09 s (same CSV). */
+static inline void leave_counts(reuse_stack *stack, uint32_t t) {
+  const int bounded = stack->threshold_count - 1;
+  const reuse_lanes time = (reuse_lanes){0} + (int32_t)t; /* times < 2^31: signed compares */
+  for (int j = 0; j < bounded; j += REUSE_LANES) {
+    reuse_lanes boundary, after;
+    memcpy(&boundary, &stack->boundary[j], sizeof boundary);
+    memcpy(&after, &stack->after[j], sizeof after);
+    after += boundary < time; /* -1 where before t */
+    memcpy(&stack->after[j], &after, sizeof after);
+  }
+}
+
 /* The window is used up: renumber the live marks 1..live in order. */
 POPCNT_CLONES static void compact(reuse_stack *stack) {
   const int bounded = stack->threshold_count - 1;
@@ -324,9 +346,7 @@ POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
              (stack->boundary[zone] >= t || (resolve(stack, zone) && stack->boundary[zone] >= t)))
         zone++;
     }
-    /* the mark at t leaves the counts of the boundaries before it */
-    for (int j = 0; j < bounded; j++)
-      stack->after[j] -= stack->boundary[j] < t;
+    leave_counts(stack, t);
     stack->bits[word] &= ~(1ull << (t & 63));
   } else {
     zone = stack->threshold_count;

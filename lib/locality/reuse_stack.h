@@ -33,6 +33,12 @@ typedef struct reuse_slot {
   uint32_t used; /* 0: empty */
 } reuse_slot;
 
+/* The boundaries' arrays are padded to a multiple of REUSE_LANES, a boundary of padding
+ * being REUSE_NO_BOUNDARY (after every time): a hit updates them a vector at a time. */
+#define REUSE_LANES 4
+#define REUSE_NO_BOUNDARY 0x7FFFFFFFu
+typedef int32_t reuse_lanes __attribute__((vector_size(REUSE_LANES * sizeof(int32_t))));
+
 typedef struct reuse_stack {
   int threshold_count;  /* m */
   uint64_t *thresholds; /* t_0..t_{m-1} */
