@@ -309,14 +309,8 @@ POPCNT_CLONES static void compact(reuse_stack *stack) {
   stack->oldest = 1;
 }
 
-/* Cloned as a static function behind the exported one: clang 14 emits no symbol under the
- * plain name for an external function with target_clones (the link of scores.c and
- * surface.c failed). */
-POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block);
-
-int reuse_stack_reference(reuse_stack *stack, uint64_t block) { return reference(stack, block); }
-
-POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
+/* One reference, inlined into both cloned entry points below. */
+__attribute__((always_inline)) static inline int reference(reuse_stack *stack, uint64_t block) {
   if (stack->has_last && stack->last_block == block) return 0;
   stack->has_last = 1;
   stack->last_block = block;
@@ -365,4 +359,58 @@ POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
   stack->marks_set++;
   if (stack->live > stack->capacity) drop_oldest(stack);
   return zone;
+}
+
+/* Cloned as static functions behind the exported ones: clang 14 emits no symbol under the
+ * plain name for an external function with target_clones (the link of scores.c and
+ * surface.c failed). */
+POPCNT_CLONES static int reference_one(reuse_stack *stack, uint64_t block) {
+  return reference(stack, block);
+}
+
+int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
+  return reference_one(stack, block);
+}
+
+/* Accesses ahead whose hash slots are prefetched. */
+#define PREFETCH_DISTANCE 8
+
+/* The loop over a batch sits here, with reference() inlined into it, rather than in
+ * surface.c calling reuse_stack_reference() per line: no call (through the clones' ifunc)
+ * per reference, and the stack's fields stay in registers. Exact surface, CPU time,
+ * best of 2, two interleaved pairs: matmul 1.07 / 1.08 s -> 1.01 / 1.01 s, random_gather
+ * 2.24 / 2.51 s -> 2.16 / 2.22 s, gather 1.11 / 1.03 s -> 1.14 / 0.97 s (noise). */
+POPCNT_CLONES static int reference_accesses(reuse_stack *stack, const ms_access *accesses,
+                                            size_t count, int shift, reuse_feed *feed) {
+  uint64_t last_line = feed->last_line, repeats = feed->repeats, lines = 0;
+  uint64_t *zone_refs = feed->zone_refs;
+  for (size_t n = 0; n < count; n++) {
+    uint64_t first = accesses[n].address;
+    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
+    if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
+    uint64_t line = first >> shift, end = last >> shift;
+    lines += end - line + 1;
+    if (n + PREFETCH_DISTANCE < count)
+      reuse_stack_prefetch(stack, accesses[n + PREFETCH_DISTANCE].address >> shift);
+    for (;; line++) {
+      if (line == last_line) {
+        repeats++;
+      } else {
+        last_line = line;
+        int zone = reference(stack, line);
+        if (zone < 0) return zone;
+        zone_refs[zone]++;
+      }
+      if (line == end) break;
+    }
+  }
+  feed->last_line = last_line;
+  feed->repeats = repeats;
+  feed->lines += lines;
+  return MS_OK;
+}
+
+int reuse_stack_reference_accesses(reuse_stack *stack, const ms_access *accesses, size_t count,
+                                   int shift, reuse_feed *feed) {
+  return reference_accesses(stack, accesses, count, shift, feed);
 }

@@ -25,7 +25,10 @@
 #ifndef MEMSNAP_REUSE_STACK_H
 #define MEMSNAP_REUSE_STACK_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "memsnap/access.h"
 
 typedef struct reuse_slot {
   uint64_t block;
@@ -98,5 +101,19 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count);
 void reuse_stack_free(reuse_stack *stack);
 /* References `block`; returns its zone (0..m), or MS_ERR_NOMEM if the table cannot grow. */
 int reuse_stack_reference(reuse_stack *stack, uint64_t block);
+
+/* A stream of lines fed a batch of accesses at a time: the line of its latest reference
+ * (a line equal to it is an immediate repeat: counted, not referenced) and its counts. */
+typedef struct reuse_feed {
+  uint64_t last_line;
+  uint64_t repeats;    /* immediate repeats */
+  uint64_t lines;      /* lines spanned, repeats included */
+  uint64_t *zone_refs; /* references per zone, 0..m */
+} reuse_feed;
+
+/* References every line of width 2^shift that each access spans, in order. Returns 0 or
+ * MS_ERR_NOMEM (the zone counts then hold part of the batch). */
+int reuse_stack_reference_accesses(reuse_stack *stack, const ms_access *accesses, size_t count,
+                                   int shift, reuse_feed *feed);
 
 #endif

@@ -335,11 +335,6 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
   free(builder);
 }
 
-/* Accesses ahead whose hash slots are prefetched (exact surfaces). Measured on gather
- * (3M elements, 12M accesses; loaded machine): 82x -> 72x one simulator pass, and 61x with
- * the prefetch of the next dropped block in reuse_stack.c. */
-#define PREFETCH_DISTANCE 8
-
 /* One width over a whole batch: the widths are independent streams, so a batch is fed to
  * each in turn, with its state in locals and one width's table hot in cache at a time.
  * Measured against the access-by-access loop over the 8 widths (bench_surface, matmul
@@ -349,39 +344,18 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
  * 1.85 s / 1.38 s -> 1.59 s / 1.11 s, interleaved runs). */
 static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
   const int shift = b->width_shift[i];
-  reuse_stack *stack = &b->stacks[i];
-  uint64_t *refs = b->zone_refs[i];
-  uint64_t last_line = b->last_line[i], repeats = b->repeats[i], lines = 0;
-  const ms_access *accesses = batch->accesses;
-  size_t n = 0;
   if (!b->has_last_line[i] && batch->count > 0) {
     /* the first line of the stream: no previous line to repeat */
-    last_line = ~(accesses[0].address >> shift);
+    b->last_line[i] = ~(batch->accesses[0].address >> shift);
     b->has_last_line[i] = 1;
   }
-  for (; n < batch->count; n++) {
-    uint64_t first = accesses[n].address;
-    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
-    if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
-    uint64_t line = first >> shift, end = last >> shift;
-    lines += end - line + 1;
-    if (n + PREFETCH_DISTANCE < batch->count)
-      reuse_stack_prefetch(stack, accesses[n + PREFETCH_DISTANCE].address >> shift);
-    for (;; line++) {
-      if (line == last_line) {
-        repeats++;
-      } else {
-        last_line = line;
-        int zone = reuse_stack_reference(stack, line);
-        if (zone < 0) return zone;
-        refs[zone]++;
-      }
-      if (line == end) break;
-    }
-  }
-  b->last_line[i] = last_line;
-  b->repeats[i] = repeats;
-  b->lines[i] += lines;
+  reuse_feed feed = {b->last_line[i], b->repeats[i], b->lines[i], b->zone_refs[i]};
+  int rc = reuse_stack_reference_accesses(&b->stacks[i], batch->accesses, batch->count, shift,
+                                          &feed);
+  if (rc < 0) return rc;
+  b->last_line[i] = feed.last_line;
+  b->repeats[i] = feed.repeats;
+  b->lines[i] = feed.lines;
   return MS_OK;
 }
 
