@@ -83,6 +83,9 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   while (stack->window < 4 * stack->capacity)
     stack->window *= 2;
   stack->word_count = stack->window / 64;
+  stack->time_bits = __builtin_ctz(stack->window);
+  stack->time_mask = stack->window - 1;
+  stack->tag_limit = (1ull << (64 - stack->time_bits)) - 1;
   stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
   stack->bits = calloc(stack->word_count, sizeof *stack->bits);
   stack->rank = calloc(stack->word_count, sizeof *stack->rank);
@@ -119,11 +122,38 @@ void reuse_stack_free(reuse_stack *stack) {
   memset(stack, 0, sizeof *stack);
 }
 
-/* ---- the hash table: block -> time of its latest reference ---- */
+/* ---- the hash table: block -> time of its latest reference ----
+ *
+ * 8-byte slots (tag and time, reuse_stack.h) instead of 16 (block, time, used flag): the
+ * table of 65536 lines is 2 MB instead of 4 MB, and the 8 widths' tables fit the L3 with
+ * their rings. Exact surface, CPU time, best of 2, two interleaved pairs: random_gather
+ * 2.14 / 2.07 s -> 1.78 / 1.70 s, gather 0.99 / 0.98 s -> 0.93 / 0.90 s, matmul 0.99 /
+ * 1.00 s -> 0.99 / 1.00 s (its lines fit in cache either way); same CSV. A block whose tag
+ * is shared (tag_limit) costs a read of time_block per probe it meets. */
+
+static inline uint64_t tag_of(const reuse_stack *stack, uint64_t block) {
+  return block < stack->tag_limit ? block : stack->tag_limit;
+}
+
+static inline uint32_t slot_time(const reuse_stack *stack, reuse_slot slot) {
+  return (uint32_t)(slot & stack->time_mask);
+}
+
+/* The block of a used slot. */
+static inline uint64_t slot_block(const reuse_stack *stack, reuse_slot slot) {
+  uint64_t tag = slot >> stack->time_bits;
+  return tag < stack->tag_limit ? tag : stack->time_block[slot_time(stack, slot)];
+}
+
+static inline int slot_holds(const reuse_stack *stack, reuse_slot slot, uint64_t block) {
+  uint64_t tag = tag_of(stack, block);
+  return slot >> stack->time_bits == tag &&
+         (tag < stack->tag_limit || stack->time_block[slot_time(stack, slot)] == block);
+}
 
 static inline uint32_t find_slot(const reuse_stack *stack, uint64_t block) {
   uint32_t s = reuse_slot_of(stack, block);
-  while (stack->slots[s].used && stack->slots[s].block != block)
+  while (stack->slots[s] && !slot_holds(stack, stack->slots[s], block))
     s = (s + 1) & stack->slot_mask;
   return s;
 }
@@ -134,15 +164,15 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
   uint32_t s = hole;
   for (;;) {
     s = (s + 1) & stack->slot_mask;
-    if (!stack->slots[s].used) break;
-    uint32_t home = reuse_slot_of(stack, stack->slots[s].block);
+    if (!stack->slots[s]) break;
+    uint32_t home = reuse_slot_of(stack, slot_block(stack, stack->slots[s]));
     /* The entry at s may fill the hole iff its home is not in the cyclic range (hole, s]. */
     if (((s - home) & stack->slot_mask) >= ((s - hole) & stack->slot_mask)) {
       stack->slots[hole] = stack->slots[s];
       hole = s;
     }
   }
-  stack->slots[hole].used = 0;
+  stack->slots[hole] = 0;
 }
 
 /* Doubles the table: a small footprint keeps a small, cache-resident table (the table is
@@ -158,7 +188,7 @@ static int grow(reuse_stack *stack) {
   stack->slot_mask = old_count * 2 - 1;
   stack->hash_shift--;
   for (uint32_t i = 0; i < old_count; i++)
-    if (old[i].used) stack->slots[find_slot(stack, old[i].block)] = old[i];
+    if (old[i]) stack->slots[find_slot(stack, slot_block(stack, old[i]))] = old[i];
   free(old);
   return MS_OK;
 }
@@ -283,7 +313,9 @@ POPCNT_CLONES static void compact(reuse_stack *stack) {
   (1 + stack->rank[(t) >> 6] + popcount64(stack->bits[(t) >> 6] & ((1ull << ((t)&63)) - 1)))
   const uint32_t slot_count = stack->slot_mask + 1;
   for (uint32_t i = 0; i < slot_count; i++)
-    if (stack->slots[i].used) stack->slots[i].time = NEW_TIME(stack->slots[i].time);
+    if (stack->slots[i])
+      stack->slots[i] = (stack->slots[i] & ~stack->time_mask) |
+                        NEW_TIME(slot_time(stack, stack->slots[i]));
   for (int j = 0; j < bounded; j++) {
     if (exists[j]) {
       stack->boundary[j] = NEW_TIME(stack->boundary[j]);
@@ -322,8 +354,8 @@ __attribute__((always_inline)) static inline int reference(reuse_stack *stack, u
   uint32_t s = find_slot(stack, block);
   int zone;
   const int bounded = stack->threshold_count - 1;
-  if (stack->slots[s].used) {
-    uint32_t t = stack->slots[s].time;
+  if (stack->slots[s]) {
+    uint32_t t = slot_time(stack, stack->slots[s]);
     uint32_t word = t >> 6, last_word = (stack->now - 1) >> 6;
     if (last_word - word < SHORT_GAP_WORDS) {
       /* a short gap in time: the marks after t counted directly */
@@ -348,11 +380,10 @@ __attribute__((always_inline)) static inline int reference(reuse_stack *stack, u
       if (grow(stack) < 0) return MS_ERR_NOMEM;
       s = find_slot(stack, block);
     }
-    stack->slots[s].used = 1;
-    stack->slots[s].block = block;
+    stack->slots[s] = tag_of(stack, block) << stack->time_bits;
     stack->live++;
   }
-  stack->slots[s].time = stack->now;
+  stack->slots[s] = (stack->slots[s] & ~stack->time_mask) | stack->now;
   stack->time_block[stack->now] = block;
   stack->bits[stack->now >> 6] |= 1ull << (stack->now & 63);
   stack->now++;

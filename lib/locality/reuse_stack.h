@@ -30,11 +30,12 @@
 
 #include "memsnap/access.h"
 
-typedef struct reuse_slot {
-  uint64_t block;
-  uint32_t time;
-  uint32_t used; /* 0: empty */
-} reuse_slot;
+/* A slot of the hash table, 8 bytes: the block's tag above time_bits, the time of its latest
+ * reference below (0: empty; times start at 1). The tag is the block itself when below
+ * tag_limit, else tag_limit: such a block is told apart by the block its time holds in
+ * time_block (the default surface's lines, width >= 4 of 47-bit addresses, have exact
+ * tags). See reuse_stack.c for what the 8-byte slot measured. */
+typedef uint64_t reuse_slot;
 
 /* The boundaries' arrays are padded to a multiple of REUSE_LANES, a boundary of padding
  * being REUSE_NO_BOUNDARY (after every time): a hit updates them a vector at a time. */
@@ -59,6 +60,9 @@ typedef struct reuse_stack {
   uint32_t *rank;       /* window / 64 words: marks before each word (renumbering) */
   uint64_t *time_block; /* block referenced at each time */
   reuse_slot *slots;    /* open addressing, linear probing, backward-shift deletion */
+  int time_bits;        /* log2(window): a slot's time field */
+  uint64_t time_mask;   /* window - 1 */
+  uint64_t tag_limit;   /* 2^(64 - time_bits) - 1: blocks from here on share this tag */
   uint32_t slot_mask;
   int hash_shift;
   uint64_t hash_multiplier; /* odd; REUSE_HASH_GOLDEN unless set before the first reference */
