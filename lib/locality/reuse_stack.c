@@ -129,7 +129,14 @@ void reuse_stack_free(reuse_stack *stack) {
  * their rings. Exact surface, CPU time, best of 2, two interleaved pairs: random_gather
  * 2.14 / 2.07 s -> 1.78 / 1.70 s, gather 0.99 / 0.98 s -> 0.93 / 0.90 s, matmul 0.99 /
  * 1.00 s -> 0.99 / 1.00 s (its lines fit in cache either way); same CSV. A block whose tag
- * is shared (tag_limit) costs a read of time_block per probe it meets. */
+ * is shared (tag_limit) costs a read of time_block per probe it meets.
+ * Not kept (same measure, 8-byte slots): load up to 0.5 (1 MB tables, longer probe runs):
+ * random_gather 1.76 / 2.01 s -> 2.28 / 2.27 s, matmul and gather within noise; groups of
+ * 8 lines (a 64-byte line of slots) instead of 4: 1.76 / 2.01 s -> 1.83 / 1.85 s, matmul
+ * and gather within noise. With 16-byte slots: a prefetch distance of 16 or 32 accesses
+ * instead of 8 (random_gather 2.36 -> 2.92 / 3.08 s), a prefetch of the next 64-byte line
+ * too, for probe runs that cross it (gather 1.02 / 1.03 -> 0.98 / 0.97 s, random_gather
+ * within noise). */
 
 static inline uint64_t tag_of(const reuse_stack *stack, uint64_t block) {
   return block < stack->tag_limit ? block : stack->tag_limit;
@@ -403,7 +410,11 @@ int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
   return reference_one(stack, block);
 }
 
-/* Accesses ahead whose hash slots are prefetched. */
+/* Accesses ahead whose hash slots are prefetched (longer distances measured slower, see
+ * the hash table's comment). The figures first recorded for these prefetches (gather: 82x
+ * -> 72x one simulator pass, 61x with the prefetch of the next dropped block) were taken
+ * with the same helper that GCC 12 compiles to nothing (see reuse_stack_prefetch), so
+ * most likely measured noise or another change. */
 #define PREFETCH_DISTANCE 8
 
 /* The loop over a batch sits here, with reference() inlined into it, rather than in
