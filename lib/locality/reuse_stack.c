@@ -239,8 +239,10 @@ static inline int zone_of(const reuse_stack *stack, uint64_t distance) {
   return lo;
 }
 
-/* Forgets the oldest live block. */
-static void drop_oldest(reuse_stack *stack) {
+/* Forgets the oldest live block. Inlined into reference(): exact surface, CPU time, best of
+ * 2, two interleaved pairs: random_gather 1.85 / 1.87 s -> 1.78 / 1.78 s, gather 0.91 /
+ * 0.89 s -> 0.88 / 0.85 s, matmul 0.99 / 1.00 s -> 0.99 / 1.04 s (noise). */
+__attribute__((always_inline)) static inline void drop_oldest(reuse_stack *stack) {
   uint32_t w = stack->oldest >> 6;
   uint64_t word = stack->bits[w] & (~0ull << (stack->oldest & 63));
   while (!word)
