@@ -2,23 +2,24 @@
  * time marks with lazy depth boundaries, the dissertation's LRU markers placed in time),
  * fed every line each access spans (memsnap's cache accounting, see surface.h).
  *
- * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): was 45-120x
- * one simulator pass, now about 25-45x, not the 8x aimed at. The simulator's 32 KB cache
- * stays in L1; here each width keeps up to 65536 lines in a hash table of 2 MB (8-byte
- * slots, load <= 0.25 after the last doubling) plus a 2 MB ring of the blocks by time, and
- * a reference that is not a repeat reads one random slot, plus one more when a line is
- * dropped. What took the time down (reuse_stack.c, reuse_stack.h, each with its figures):
- * the slot prefetches, which GCC 12 had deleted (half the time of gather and
- * random_gather), the boundaries' counts updated 4 at a time (matmul -18%), the batch
- * loop with the reference inlined (-6%), the 8-byte slots (random_gather -17%).
+ * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): was 42-116x
+ * one simulator pass, now 28-46x (matmul, random_gather, gather), not the 8x aimed at. The
+ * simulator's 32 KB cache stays in L1; here each width keeps up to 65536 lines in a hash
+ * table of 2 MB (8-byte slots, load <= 0.25 after the last doubling) plus a 2 MB ring of
+ * the blocks by time, and a reference that is not a repeat reads one random slot, plus one
+ * more when a line is dropped. What took the time down (reuse_stack.c, reuse_stack.h, each
+ * with its figures): the slot prefetches, which GCC 12 had deleted (half the time of
+ * gather and random_gather), the boundaries' counts updated 4 at a time (matmul -18%),
+ * the batch loop with the reference inlined (-6%), the 8-byte slots (random_gather -17%).
  * What bounds it: not only memory. With the deepest depth at 256 (every table in L1),
- * the 8 widths still took 1.41 s on random_gather, 1.15 s on matmul and 0.73 s on gather
- * against 1.84 / 1.02 / 0.84 s at 65536 (CPU time, the same session): about 20 ns, some
- * 70 cycles, of hashing, probing, mark counting and branches per line reference and
- * width. 8x one simulator pass is one L1-resident set lookup's time per width and
- * access; that would take one structure shared by the widths (a line's reuse distance
- * never grows with the width, so the zone at width w bounds the zones at the larger
- * widths) rather than a cheaper stack per width.
+ * the 8 widths still took 1.41 s on random_gather, 1.15 s on matmul and 0.73 s on gather,
+ * against 1.84 / 1.02 / 0.84 s at 65536 (CPU time, the same session): about 20 ns of
+ * hashing, probing, mark counting and branches per line reference and width. 8x one
+ * simulator pass is one L1-resident set lookup's time per width and access; that would
+ * take one structure shared by the widths (a line's reuse distance never grows with the
+ * width, so the zone at width w bounds the zones at the larger widths) rather than a
+ * cheaper stack per width. The sampled pass below did not change: its speed-up over the
+ * exact pass fell with it, from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather).
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
