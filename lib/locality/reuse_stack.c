@@ -323,8 +323,8 @@ POPCNT_CLONES static void compact(reuse_stack *stack) {
   const uint32_t slot_count = stack->slot_mask + 1;
   for (uint32_t i = 0; i < slot_count; i++)
     if (stack->slots[i])
-      stack->slots[i] = (stack->slots[i] & ~stack->time_mask) |
-                        NEW_TIME(slot_time(stack, stack->slots[i]));
+      stack->slots[i] =
+          (stack->slots[i] & ~stack->time_mask) | NEW_TIME(slot_time(stack, stack->slots[i]));
   for (int j = 0; j < bounded; j++) {
     if (exists[j]) {
       stack->boundary[j] = NEW_TIME(stack->boundary[j]);

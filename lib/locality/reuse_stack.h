@@ -96,7 +96,8 @@ static inline uint32_t reuse_slot_of(const reuse_stack *stack, uint64_t block) {
  * one of the next dropped block was in the binary. Restoring them, exact surface, CPU time,
  * interleaved old/new on the loaded machine: matmul 1.68 -> 1.34 s, gather 2.34 -> 1.19 s,
  * random_gather 4.86 -> 2.41 s (same CSV). */
-__attribute__((always_inline)) static inline void reuse_stack_prefetch(const reuse_stack *stack, uint64_t block) {
+__attribute__((always_inline)) static inline void reuse_stack_prefetch(const reuse_stack *stack,
+                                                                       uint64_t block) {
   __builtin_prefetch(&stack->slots[reuse_slot_of(stack, block)]);
 }
 

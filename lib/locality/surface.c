@@ -357,8 +357,8 @@ static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
     b->has_last_line[i] = 1;
   }
   reuse_feed feed = {b->last_line[i], b->repeats[i], b->lines[i], b->zone_refs[i]};
-  int rc = reuse_stack_reference_accesses(&b->stacks[i], batch->accesses, batch->count, shift,
-                                          &feed);
+  int rc =
+      reuse_stack_reference_accesses(&b->stacks[i], batch->accesses, batch->count, shift, &feed);
   if (rc < 0) return rc;
   b->last_line[i] = feed.last_line;
   b->repeats[i] = feed.repeats;

@@ -56,7 +56,7 @@ static void make_stream(ms_access *accesses, size_t count, uint64_t footprint_by
     uint64_t r = next_random(&x);
     uint64_t address;
     switch (r % 4) {
-    case 0: address = 0x10000 + (r >> 8) % 256; break;                 /* hot */
+    case 0: address = 0x10000 + (r >> 8) % 256; break;                  /* hot */
     case 1: address = far_base + (walk += 24) % footprint_bytes; break; /* strided */
     default: address = far_base + (r >> 16) % footprint_bytes; break;   /* far */
     }
