@@ -83,11 +83,15 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   while (stack->window < 4 * stack->capacity)
     stack->window *= 2;
   stack->word_count = stack->window / 64;
+  stack->time_bits = __builtin_ctz(stack->window);
+  stack->time_mask = stack->window - 1;
+  stack->tag_limit = (1ull << (64 - stack->time_bits)) - 1;
   stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
   stack->bits = calloc(stack->word_count, sizeof *stack->bits);
   stack->rank = calloc(stack->word_count, sizeof *stack->rank);
-  stack->boundary = calloc((size_t)count, sizeof *stack->boundary);
-  stack->after = calloc((size_t)count, sizeof *stack->after);
+  const size_t lanes = (size_t)(count + REUSE_LANES - 1) / REUSE_LANES * REUSE_LANES;
+  stack->boundary = calloc(lanes, sizeof *stack->boundary);
+  stack->after = calloc(lanes, sizeof *stack->after);
   stack->time_block = huge_calloc(stack->window, sizeof *stack->time_block);
   stack->slots = calloc(slots, sizeof *stack->slots);
   if (!stack->thresholds || !stack->bits || !stack->rank || !stack->boundary || !stack->after ||
@@ -97,6 +101,8 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
                         (unsigned)thresholds[count - 1]);
   }
   memcpy(stack->thresholds, thresholds, (size_t)count * sizeof *thresholds);
+  for (size_t j = (size_t)count - 1; j < lanes; j++) /* padding: never before a time */
+    stack->boundary[j] = REUSE_NO_BOUNDARY;
   stack->now = 1; /* time 0 stays before every mark: boundaries start there */
   stack->oldest = 1;
   stack->powers_of_two = 1;
@@ -116,11 +122,45 @@ void reuse_stack_free(reuse_stack *stack) {
   memset(stack, 0, sizeof *stack);
 }
 
-/* ---- the hash table: block -> time of its latest reference ---- */
+/* ---- the hash table: block -> time of its latest reference ----
+ *
+ * 8-byte slots (tag and time, reuse_stack.h) instead of 16 (block, time, used flag): the
+ * table of 65536 lines is 2 MB instead of 4 MB, and the 8 widths' tables fit the L3 with
+ * their rings. Exact surface, CPU time, best of 2, two interleaved pairs: random_gather
+ * 2.14 / 2.07 s -> 1.78 / 1.70 s, gather 0.99 / 0.98 s -> 0.93 / 0.90 s, matmul 0.99 /
+ * 1.00 s -> 0.99 / 1.00 s (its lines fit in cache either way); same CSV. A block whose tag
+ * is shared (tag_limit) costs a read of time_block per probe it meets.
+ * Not kept (same measure, 8-byte slots): load up to 0.5 (1 MB tables, longer probe runs):
+ * random_gather 1.76 / 2.01 s -> 2.28 / 2.27 s, matmul and gather within noise; groups of
+ * 8 lines (a 64-byte line of slots) instead of 4: 1.76 / 2.01 s -> 1.83 / 1.85 s, matmul
+ * and gather within noise. With 16-byte slots: a prefetch distance of 16 or 32 accesses
+ * instead of 8 (random_gather 2.36 -> 2.92 / 3.08 s), a prefetch of the next 64-byte line
+ * too, for probe runs that cross it (gather 1.02 / 1.03 -> 0.98 / 0.97 s, random_gather
+ * within noise). */
+
+static inline uint64_t tag_of(const reuse_stack *stack, uint64_t block) {
+  return block < stack->tag_limit ? block : stack->tag_limit;
+}
+
+static inline uint32_t slot_time(const reuse_stack *stack, reuse_slot slot) {
+  return (uint32_t)(slot & stack->time_mask);
+}
+
+/* The block of a used slot. */
+static inline uint64_t slot_block(const reuse_stack *stack, reuse_slot slot) {
+  uint64_t tag = slot >> stack->time_bits;
+  return tag < stack->tag_limit ? tag : stack->time_block[slot_time(stack, slot)];
+}
+
+static inline int slot_holds(const reuse_stack *stack, reuse_slot slot, uint64_t block) {
+  uint64_t tag = tag_of(stack, block);
+  return slot >> stack->time_bits == tag &&
+         (tag < stack->tag_limit || stack->time_block[slot_time(stack, slot)] == block);
+}
 
 static inline uint32_t find_slot(const reuse_stack *stack, uint64_t block) {
   uint32_t s = reuse_slot_of(stack, block);
-  while (stack->slots[s].used && stack->slots[s].block != block)
+  while (stack->slots[s] && !slot_holds(stack, stack->slots[s], block))
     s = (s + 1) & stack->slot_mask;
   return s;
 }
@@ -131,15 +171,15 @@ static void remove_block(reuse_stack *stack, uint64_t block) {
   uint32_t s = hole;
   for (;;) {
     s = (s + 1) & stack->slot_mask;
-    if (!stack->slots[s].used) break;
-    uint32_t home = reuse_slot_of(stack, stack->slots[s].block);
+    if (!stack->slots[s]) break;
+    uint32_t home = reuse_slot_of(stack, slot_block(stack, stack->slots[s]));
     /* The entry at s may fill the hole iff its home is not in the cyclic range (hole, s]. */
     if (((s - home) & stack->slot_mask) >= ((s - hole) & stack->slot_mask)) {
       stack->slots[hole] = stack->slots[s];
       hole = s;
     }
   }
-  stack->slots[hole].used = 0;
+  stack->slots[hole] = 0;
 }
 
 /* Doubles the table: a small footprint keeps a small, cache-resident table (the table is
@@ -155,7 +195,7 @@ static int grow(reuse_stack *stack) {
   stack->slot_mask = old_count * 2 - 1;
   stack->hash_shift--;
   for (uint32_t i = 0; i < old_count; i++)
-    if (old[i].used) stack->slots[find_slot(stack, old[i].block)] = old[i];
+    if (old[i]) stack->slots[find_slot(stack, slot_block(stack, old[i]))] = old[i];
   free(old);
   return MS_OK;
 }
@@ -199,8 +239,10 @@ static inline int zone_of(const reuse_stack *stack, uint64_t distance) {
   return lo;
 }
 
-/* Forgets the oldest live block. */
-static void drop_oldest(reuse_stack *stack) {
+/* Forgets the oldest live block. Inlined into reference(): exact surface, CPU time, best of
+ * 2, two interleaved pairs: random_gather 1.85 / 1.87 s -> 1.78 / 1.78 s, gather 0.91 /
+ * 0.89 s -> 0.88 / 0.85 s, matmul 0.99 / 1.00 s -> 0.99 / 1.04 s (noise). */
+__attribute__((always_inline)) static inline void drop_oldest(reuse_stack *stack) {
   uint32_t w = stack->oldest >> 6;
   uint64_t word = stack->bits[w] & (~0ull << (stack->oldest & 63));
   while (!word)
@@ -245,6 +287,25 @@ static inline int resolve(reuse_stack *stack, int j) {
   return 1;
 }
 
+/* The mark at t leaves the counts of the boundaries before it: after[j] -= boundary[j] < t,
+ * REUSE_LANES boundaries at a time (the padding's boundary is never before t). As a scalar
+ * loop over the 16 bounded boundaries it took a third of reference() on matmul at width 64
+ * (perf, cpu-clock); 4 lanes are one SSE2 compare and add (8 lanes, wider than SSE2, GCC
+ * split into scalar compares: no faster). Exact surface, CPU time, interleaved pairs:
+ * matmul 1.39 / 1.49 s -> 1.14 / 1.15 s, random_gather 2.47 / 2.50 s -> 2.25 / 2.26 s,
+ * gather 1.15 -> 1.09 s (same CSV). */
+static inline void leave_counts(reuse_stack *stack, uint32_t t) {
+  const int bounded = stack->threshold_count - 1;
+  const reuse_lanes time = (reuse_lanes){0} + (int32_t)t; /* times < 2^31: signed compares */
+  for (int j = 0; j < bounded; j += REUSE_LANES) {
+    reuse_lanes boundary, after;
+    memcpy(&boundary, &stack->boundary[j], sizeof boundary);
+    memcpy(&after, &stack->after[j], sizeof after);
+    after += boundary < time; /* -1 where before t */
+    memcpy(&stack->after[j], &after, sizeof after);
+  }
+}
+
 /* The window is used up: renumber the live marks 1..live in order. */
 POPCNT_CLONES static void compact(reuse_stack *stack) {
   const int bounded = stack->threshold_count - 1;
@@ -261,7 +322,9 @@ POPCNT_CLONES static void compact(reuse_stack *stack) {
   (1 + stack->rank[(t) >> 6] + popcount64(stack->bits[(t) >> 6] & ((1ull << ((t)&63)) - 1)))
   const uint32_t slot_count = stack->slot_mask + 1;
   for (uint32_t i = 0; i < slot_count; i++)
-    if (stack->slots[i].used) stack->slots[i].time = NEW_TIME(stack->slots[i].time);
+    if (stack->slots[i])
+      stack->slots[i] =
+          (stack->slots[i] & ~stack->time_mask) | NEW_TIME(slot_time(stack, stack->slots[i]));
   for (int j = 0; j < bounded; j++) {
     if (exists[j]) {
       stack->boundary[j] = NEW_TIME(stack->boundary[j]);
@@ -287,14 +350,8 @@ POPCNT_CLONES static void compact(reuse_stack *stack) {
   stack->oldest = 1;
 }
 
-/* Cloned as a static function behind the exported one: clang 14 emits no symbol under the
- * plain name for an external function with target_clones (the link of scores.c and
- * surface.c failed). */
-POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block);
-
-int reuse_stack_reference(reuse_stack *stack, uint64_t block) { return reference(stack, block); }
-
-POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
+/* One reference, inlined into both cloned entry points below. */
+__attribute__((always_inline)) static inline int reference(reuse_stack *stack, uint64_t block) {
   if (stack->has_last && stack->last_block == block) return 0;
   stack->has_last = 1;
   stack->last_block = block;
@@ -306,8 +363,8 @@ POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
   uint32_t s = find_slot(stack, block);
   int zone;
   const int bounded = stack->threshold_count - 1;
-  if (stack->slots[s].used) {
-    uint32_t t = stack->slots[s].time;
+  if (stack->slots[s]) {
+    uint32_t t = slot_time(stack, stack->slots[s]);
     uint32_t word = t >> 6, last_word = (stack->now - 1) >> 6;
     if (last_word - word < SHORT_GAP_WORDS) {
       /* a short gap in time: the marks after t counted directly */
@@ -324,9 +381,7 @@ POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
              (stack->boundary[zone] >= t || (resolve(stack, zone) && stack->boundary[zone] >= t)))
         zone++;
     }
-    /* the mark at t leaves the counts of the boundaries before it */
-    for (int j = 0; j < bounded; j++)
-      stack->after[j] -= stack->boundary[j] < t;
+    leave_counts(stack, t);
     stack->bits[word] &= ~(1ull << (t & 63));
   } else {
     zone = stack->threshold_count;
@@ -334,15 +389,72 @@ POPCNT_CLONES static int reference(reuse_stack *stack, uint64_t block) {
       if (grow(stack) < 0) return MS_ERR_NOMEM;
       s = find_slot(stack, block);
     }
-    stack->slots[s].used = 1;
-    stack->slots[s].block = block;
+    stack->slots[s] = tag_of(stack, block) << stack->time_bits;
     stack->live++;
   }
-  stack->slots[s].time = stack->now;
+  stack->slots[s] = (stack->slots[s] & ~stack->time_mask) | stack->now;
   stack->time_block[stack->now] = block;
   stack->bits[stack->now >> 6] |= 1ull << (stack->now & 63);
   stack->now++;
   stack->marks_set++;
   if (stack->live > stack->capacity) drop_oldest(stack);
   return zone;
+}
+
+/* Cloned as static functions behind the exported ones: clang 14 emits no symbol under the
+ * plain name for an external function with target_clones (the link of scores.c and
+ * surface.c failed). */
+POPCNT_CLONES static int reference_one(reuse_stack *stack, uint64_t block) {
+  return reference(stack, block);
+}
+
+int reuse_stack_reference(reuse_stack *stack, uint64_t block) {
+  return reference_one(stack, block);
+}
+
+/* Accesses ahead whose hash slots are prefetched (longer distances measured slower, see
+ * the hash table's comment). The figures first recorded for these prefetches (gather: 82x
+ * -> 72x one simulator pass, 61x with the prefetch of the next dropped block) were taken
+ * with the same helper that GCC 12 compiles to nothing (see reuse_stack_prefetch), so
+ * most likely measured noise or another change. */
+#define PREFETCH_DISTANCE 8
+
+/* The loop over a batch sits here, with reference() inlined into it, rather than in
+ * surface.c calling reuse_stack_reference() per line: no call (through the clones' ifunc)
+ * per reference, and the stack's fields stay in registers. Exact surface, CPU time,
+ * best of 2, two interleaved pairs: matmul 1.07 / 1.08 s -> 1.01 / 1.01 s, random_gather
+ * 2.24 / 2.51 s -> 2.16 / 2.22 s, gather 1.11 / 1.03 s -> 1.14 / 0.97 s (noise). */
+POPCNT_CLONES static int reference_accesses(reuse_stack *stack, const ms_access *accesses,
+                                            size_t count, int shift, reuse_feed *feed) {
+  uint64_t last_line = feed->last_line, repeats = feed->repeats, lines = 0;
+  uint64_t *zone_refs = feed->zone_refs;
+  for (size_t n = 0; n < count; n++) {
+    uint64_t first = accesses[n].address;
+    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
+    if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
+    uint64_t line = first >> shift, end = last >> shift;
+    lines += end - line + 1;
+    if (n + PREFETCH_DISTANCE < count)
+      reuse_stack_prefetch(stack, accesses[n + PREFETCH_DISTANCE].address >> shift);
+    for (;; line++) {
+      if (line == last_line) {
+        repeats++;
+      } else {
+        last_line = line;
+        int zone = reference(stack, line);
+        if (zone < 0) return zone;
+        zone_refs[zone]++;
+      }
+      if (line == end) break;
+    }
+  }
+  feed->last_line = last_line;
+  feed->repeats = repeats;
+  feed->lines += lines;
+  return MS_OK;
+}
+
+int reuse_stack_reference_accesses(reuse_stack *stack, const ms_access *accesses, size_t count,
+                                   int shift, reuse_feed *feed) {
+  return reference_accesses(stack, accesses, count, shift, feed);
 }

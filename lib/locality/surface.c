@@ -2,17 +2,24 @@
  * time marks with lazy depth boundaries, the dissertation's LRU markers placed in time),
  * fed every line each access spans (memsnap's cache accounting, see surface.h).
  *
- * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): about 30-50x
- * one simulator pass, not the 8x aimed at. The simulator's 32 KB cache stays in L1;
- * here each width keeps up to 65536 lines in a hash table of 2-4 MB (the 16-byte slot,
- * load <= 0.5) plus a 2 MB ring of the blocks by time, and a reference that is not a
- * repeat reads one random slot, plus one more when a line is dropped. perf on
- * random_gather (exact, cpu-clock samples): drop_oldest 36%, 61% of it on the slot reads
- * of remove_block; the lookup in reuse_stack_reference 34%, a third of it on its slot
- * read; the batch loop 17%, mostly the prefetch of the slot 8 accesses ahead, stalled on
- * the misses already in flight.
- * Reaching 8x would take smaller slots (a quotiented 8-byte key and time) or fewer
- * table reads per line, not cheaper arithmetic.
+ * Cost of the exact surface (bench/run-locality.sh, 8 widths x 17 depths): was 42-116x
+ * one simulator pass, now 28-46x (matmul, random_gather, gather), not the 8x aimed at. The
+ * simulator's 32 KB cache stays in L1; here each width keeps up to 65536 lines in a hash
+ * table of 2 MB (8-byte slots, load <= 0.25 after the last doubling) plus a 2 MB ring of
+ * the blocks by time, and a reference that is not a repeat reads one random slot, plus one
+ * more when a line is dropped. What took the time down (reuse_stack.c, reuse_stack.h, each
+ * with its figures): the slot prefetches, which GCC 12 had deleted (half the time of
+ * gather and random_gather), the boundaries' counts updated 4 at a time (matmul -18%),
+ * the batch loop with the reference inlined (-6%), the 8-byte slots (random_gather -17%).
+ * What bounds it: not only memory. With the deepest depth at 256 (every table in L1),
+ * the 8 widths still took 1.41 s on random_gather, 1.15 s on matmul and 0.73 s on gather,
+ * against 1.84 / 1.02 / 0.84 s at 65536 (CPU time, the same session): about 20 ns of
+ * hashing, probing, mark counting and branches per line reference and width. 8x one
+ * simulator pass is one L1-resident set lookup's time per width and access; that would
+ * take one structure shared by the widths (a line's reuse distance never grows with the
+ * width, so the zone at width w bounds the zones at the larger widths) rather than a
+ * cheaper stack per width. The sampled pass below did not change: its speed-up over the
+ * exact pass fell with it, from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather).
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
@@ -335,11 +342,6 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
   free(builder);
 }
 
-/* Accesses ahead whose hash slots are prefetched (exact surfaces). Measured on gather
- * (3M elements, 12M accesses; loaded machine): 82x -> 72x one simulator pass, and 61x with
- * the prefetch of the next dropped block in reuse_stack.c. */
-#define PREFETCH_DISTANCE 8
-
 /* One width over a whole batch: the widths are independent streams, so a batch is fed to
  * each in turn, with its state in locals and one width's table hot in cache at a time.
  * Measured against the access-by-access loop over the 8 widths (bench_surface, matmul
@@ -349,39 +351,18 @@ void ms_surface_builder_free(ms_surface_builder *builder) {
  * 1.85 s / 1.38 s -> 1.59 s / 1.11 s, interleaved runs). */
 static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
   const int shift = b->width_shift[i];
-  reuse_stack *stack = &b->stacks[i];
-  uint64_t *refs = b->zone_refs[i];
-  uint64_t last_line = b->last_line[i], repeats = b->repeats[i], lines = 0;
-  const ms_access *accesses = batch->accesses;
-  size_t n = 0;
   if (!b->has_last_line[i] && batch->count > 0) {
     /* the first line of the stream: no previous line to repeat */
-    last_line = ~(accesses[0].address >> shift);
+    b->last_line[i] = ~(batch->accesses[0].address >> shift);
     b->has_last_line[i] = 1;
   }
-  for (; n < batch->count; n++) {
-    uint64_t first = accesses[n].address;
-    uint64_t last = first + (accesses[n].size ? accesses[n].size : 1) - 1;
-    if (last < first) last = UINT64_MAX; /* an access at the top of the address space */
-    uint64_t line = first >> shift, end = last >> shift;
-    lines += end - line + 1;
-    if (n + PREFETCH_DISTANCE < batch->count)
-      reuse_stack_prefetch(stack, accesses[n + PREFETCH_DISTANCE].address >> shift);
-    for (;; line++) {
-      if (line == last_line) {
-        repeats++;
-      } else {
-        last_line = line;
-        int zone = reuse_stack_reference(stack, line);
-        if (zone < 0) return zone;
-        refs[zone]++;
-      }
-      if (line == end) break;
-    }
-  }
-  b->last_line[i] = last_line;
-  b->repeats[i] = repeats;
-  b->lines[i] += lines;
+  reuse_feed feed = {b->last_line[i], b->repeats[i], b->lines[i], b->zone_refs[i]};
+  int rc =
+      reuse_stack_reference_accesses(&b->stacks[i], batch->accesses, batch->count, shift, &feed);
+  if (rc < 0) return rc;
+  b->last_line[i] = feed.last_line;
+  b->repeats[i] = feed.repeats;
+  b->lines[i] = feed.lines;
   return MS_OK;
 }
 

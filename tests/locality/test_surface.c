@@ -47,16 +47,18 @@ static uint64_t next_random(uint64_t *x) {
   return *x;
 }
 
-/* A stream mixing a hot set, a strided walk and random far accesses of sizes 1..16. */
-static void make_stream(ms_access *accesses, size_t count, uint64_t footprint_bytes) {
+/* A stream mixing a hot set, a strided walk and random far accesses of sizes 1..16; the walk
+ * and the far accesses from far_base on. */
+static void make_stream(ms_access *accesses, size_t count, uint64_t footprint_bytes,
+                        uint64_t far_base) {
   uint64_t x = 0x9E3779B97F4A7C15ull, walk = 0;
   for (size_t i = 0; i < count; i++) {
     uint64_t r = next_random(&x);
     uint64_t address;
     switch (r % 4) {
-    case 0: address = 0x10000 + (r >> 8) % 256; break;                 /* hot */
-    case 1: address = 0x40000 + (walk += 24) % footprint_bytes; break; /* strided */
-    default: address = 0x40000 + (r >> 16) % footprint_bytes; break;   /* far */
+    case 0: address = 0x10000 + (r >> 8) % 256; break;                  /* hot */
+    case 1: address = far_base + (walk += 24) % footprint_bytes; break; /* strided */
+    default: address = far_base + (r >> 16) % footprint_bytes; break;   /* far */
     }
     accesses[i] = (ms_access){.address = address,
                               .site = 0,
@@ -66,11 +68,11 @@ static void make_stream(ms_access *accesses, size_t count, uint64_t footprint_by
   }
 }
 
-static void check_against_brute_force(const ms_surface_config *config, size_t count,
-                                      uint64_t footprint) {
+static void check_against_brute_force_at(const ms_surface_config *config, size_t count,
+                                         uint64_t footprint, uint64_t far_base) {
   ms_access *accesses = malloc(count * sizeof *accesses);
   assert_non_null(accesses);
-  make_stream(accesses, count, footprint);
+  make_stream(accesses, count, footprint, far_base);
   ms_surface_builder *builder;
   assert_int_equal(ms_surface_builder_new(config, &builder), MS_OK);
   for (size_t start = 0; start < count; start += 1000) {
@@ -108,6 +110,11 @@ static void check_against_brute_force(const ms_surface_config *config, size_t co
     free(lru.blocks);
   }
   free(accesses);
+}
+
+static void check_against_brute_force(const ms_surface_config *config, size_t count,
+                                      uint64_t footprint) {
+  check_against_brute_force_at(config, count, footprint, 0x40000);
 }
 
 static void test_brute_force_default_like(void **state) {
@@ -158,6 +165,24 @@ static void test_brute_force_tiny_depths(void **state) {
     memcpy(config.depths, grids[g], (size_t)counts[g] * sizeof grids[g][0]);
     check_against_brute_force(&config, 20000, 4096);
   }
+}
+
+/* Lines too large for the tag of an 8-byte slot (reuse_stack.h): the walk and the far
+ * accesses near the top of the address space share one tag and are told apart through the
+ * time ring, among the hot set's exact tags, while the table grows, drops lines and
+ * renumbers its times. */
+static void test_brute_force_high_addresses(void **state) {
+  (void)state;
+  ms_surface_config config;
+  ms_surface_config_default(&config);
+  config.width_count = 3;
+  config.widths[0] = 1, config.widths[1] = 4, config.widths[2] = 64;
+  config.depth_count = 12;
+  check_against_brute_force_at(&config, 30000, 16000, 0xFFFFFFF000000000ull);
+  const uint64_t depths[] = {2, 4, 5};
+  config.depth_count = 3;
+  memcpy(config.depths, depths, sizeof depths);
+  check_against_brute_force_at(&config, 20000, 4096, 0xFFFFFFF000000000ull);
 }
 
 /* ---- memsnap sim ---- */
@@ -334,7 +359,7 @@ static void test_shards_error(void **state) {
   size_t count = 600000;
   ms_access *accesses = malloc(count * sizeof *accesses);
   assert_non_null(accesses);
-  make_stream(accesses, count, 6u << 20);
+  make_stream(accesses, count, 6u << 20, 0x40000);
   ms_surface_config config;
   ms_surface_config_default(&config);
   static ms_surface exact, sampled;
@@ -445,7 +470,7 @@ static void test_shards_passes_agree(void **state) {
   size_t count = 200000;
   ms_access *accesses = malloc(count * sizeof *accesses);
   assert_non_null(accesses);
-  make_stream(accesses, count, 1u << 20);
+  make_stream(accesses, count, 1u << 20, 0x40000);
   static ms_surface surfaces[2];
   for (int pass = 0; pass < 2; pass++) {
     ms_surface_config config;
@@ -581,6 +606,7 @@ int main(void) {
       cmocka_unit_test(test_brute_force_odd_depths),
       cmocka_unit_test(test_brute_force_single_depth),
       cmocka_unit_test(test_brute_force_tiny_depths),
+      cmocka_unit_test(test_brute_force_high_addresses),
       cmocka_unit_test(test_sim_stream_add),
       cmocka_unit_test(test_sim_matmul),
       cmocka_unit_test(test_sim_gather),
