@@ -296,11 +296,70 @@ static inline __attribute__((always_inline)) void emit_body(ms_access *out, uint
                                                             uint32_t length) {
   _Static_assert(offsetof(ms_access, address) == 0, "the address is the first word");
   for (uint64_t t = 0; t < k; t++, out += length)
+#pragma GCC unroll 8
     for (uint32_t j = 0; j < length; j++) {
       uint64_t words[2] = {address[j], model[j]};
       memcpy(&out[j], words, sizeof words);
       address[j] += step[j];
     }
+}
+
+/* Iterations after the first few: each record is the one `period` records earlier plus
+ * that record's step times the iterations in a period (second words: plus 0). */
+typedef uint64_t record_quad __attribute__((vector_size(64))); /* 4 records */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+copy_forward(ms_access *out, const uint64_t *delta, size_t period, size_t total) {
+  size_t i = period, phase = 0;
+  for (; i + 4 <= total; i += 4) {
+    record_quad record, step;
+    memcpy(&record, out + i - period, sizeof record);
+    memcpy(&step, delta + 2 * phase, sizeof step);
+    record += step;
+    memcpy(out + i, &record, sizeof record);
+    phase += 4;
+    if (phase >= period) phase -= period;
+  }
+  for (; i < total; i++) {
+    uint64_t words[2];
+    memcpy(words, out + i - period, sizeof words);
+    words[0] += delta[2 * (i % period)];
+    memcpy(out + i, words, sizeof words);
+  }
+}
+
+/* Bodies of 1 to 8 sites: loops the compiler unrolls, addresses in registers (matmul 2x). */
+static void emit_body_unrolled(ms_access *out, uint64_t *address, const uint64_t *step,
+                               const uint64_t *model, uint64_t k, uint32_t length) {
+  switch (length) {
+  case 1: emit_body(out, address, step, model, k, 1); break;
+  case 2: emit_body(out, address, step, model, k, 2); break;
+  case 3: emit_body(out, address, step, model, k, 3); break;
+  case 4: emit_body(out, address, step, model, k, 4); break;
+  case 5: emit_body(out, address, step, model, k, 5); break;
+  case 6: emit_body(out, address, step, model, k, 6); break;
+  case 7: emit_body(out, address, step, model, k, 7); break;
+  case 8: emit_body(out, address, step, model, k, 8); break;
+  default: emit_body(out, address, step, model, k, length); break;
+  }
+}
+
+#define SEED_RECORDS 32
+static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *step,
+                          const uint64_t *model, uint64_t k, uint32_t length) {
+  uint64_t seed = 1;
+  while (seed * length < SEED_RECORDS || seed * length % 4) seed++;
+  if (k <= seed) {
+    emit_body_unrolled(out, address, step, model, k, length);
+    return;
+  }
+  emit_body_unrolled(out, address, step, model, seed, length);
+  size_t period = (size_t)(seed * length);
+  uint64_t delta[2 * (SEED_RECORDS + 4 * FLAT_MAX + 3)];
+  for (size_t i = 0, j = 0; i < period + 3; i++, j = j + 1 == length ? 0 : j + 1) {
+    delta[2 * i] = seed * step[j];
+    delta[2 * i + 1] = 0;
+  }
+  copy_forward(out, delta, period, (size_t)(k * length));
 }
 
 static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
@@ -357,17 +416,7 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
     }
   }
   if (k == 0) return 0;
-  switch (length) { /* bodies of 1 to 8 sites: loops the compiler unrolls (matmul 2x) */
-  case 1: emit_body(out, address, step, model, k, 1); break;
-  case 2: emit_body(out, address, step, model, k, 2); break;
-  case 3: emit_body(out, address, step, model, k, 3); break;
-  case 4: emit_body(out, address, step, model, k, 4); break;
-  case 5: emit_body(out, address, step, model, k, 5); break;
-  case 6: emit_body(out, address, step, model, k, 6); break;
-  case 7: emit_body(out, address, step, model, k, 7); break;
-  case 8: emit_body(out, address, step, model, k, 8); break;
-  default: emit_body(out, address, step, model, k, length); break;
-  }
+  emit_body_any(out, address, step, model, k, length);
   top->iteration += k;
   return (size_t)(k * length);
 }
