@@ -461,14 +461,27 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
 /* When the next item of the order is a flat group, enters it as if an iteration
  * "before the first" had just ended (iteration = UINT64_MAX, all children done), so that
  * emit_iterations takes its first iteration too; the cursor's own step then starts
- * iteration 0 if the fast loop cannot. */
+ * iteration 0 if the fast loop cannot. The next item may follow the end of enclosing
+ * groups' iterations (matmul's ((s32 s33)^300 s34)^90000): those groups are stepped on
+ * first, as the cursor's own step would (matmul 2210 -> 2412 M accesses/s, counting
+ * consumer). A flat group that has iterations left is left to the cursor. */
 static int enter_flat_group(replay *r) {
   ms_psnap_cursor *c = &r->order;
   if (!r->order_ready || c->leaf_left || c->depth == 0) return 0;
   const ms_psnap_expr *e = c->expr;
   ms_psnap_frame *top = &c->stack[c->depth - 1];
   const ms_psnap_node *g = &e->nodes[top->node];
-  if (top->child >= g->count) return 0;
+  while (top->child >= g->count) {
+    if (top->iteration + 1 < g->repeat) {
+      if (r->body_start[top->node] >= 0) return 0;
+      top->iteration++;
+      top->child = 0;
+      break;
+    }
+    if (c->depth == 1) return 0;
+    top = &c->stack[--c->depth - 1];
+    g = &e->nodes[top->node];
+  }
   uint32_t id = e->children[g->first + top->child];
   if (r->body_start[id] < 0) return 0;
   top->child++;
