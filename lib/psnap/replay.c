@@ -33,19 +33,22 @@ typedef struct replay_site {
   uint64_t histogram_total[MS_PSNAP_SEGMENTS];
 } replay_site;
 
-/* The steps of copy_forward for one body, kept while the body's steps stay the same: a
- * table built anew at each call is read back as vectors before its scalar stores reach
- * the cache (matmul 1897 -> 2028, stencil3d 1817 -> 1882 M accesses/s with it, counting
- * consumer). */
-/* At least this many records written directly, then copied: the copies read records
- * written that far back, whose stores have left the store queue (64 rather than 32:
- * stream_add 2993 -> 3396, stencil3d 1815 -> 1927 M accesses/s, counting consumer;
- * 128: no better on stencil3d). */
+/* The tables of copy_forward for one body, kept while the body's steps and sites stay the
+ * same: a table built anew at each call is read back as vectors before its scalar stores
+ * reach the cache (matmul 1897 -> 2028, stencil3d 1817 -> 1882 M accesses/s with it,
+ * counting consumer). The first period is written from its table of offsets rather than
+ * by the scalar loop (matmul 2404 -> 2593 M accesses/s, counting consumer). */
+/* The period, at least this many records: the copies read records written that far back,
+ * whose stores have left the store queue (64 rather than 32: stream_add 2993 -> 3396,
+ * stencil3d 1815 -> 1927 M accesses/s, counting consumer; 128: no better on stencil3d). */
 #define SEED_RECORDS 64
+#define PERIOD_MAX (SEED_RECORDS + 4 * FLAT_MAX) /* records */
 typedef struct delta_table {
   uint32_t length; /* of the body it was built for; 0: none yet */
-  uint64_t step[FLAT_MAX];
-  uint64_t words[2 * (SEED_RECORDS + 4 * FLAT_MAX + 3)];
+  uint64_t step[FLAT_MAX], model[FLAT_MAX];
+  uint64_t words[2 * (PERIOD_MAX + 3)]; /* per record of a period: its step */
+  uint64_t first[2 * (PERIOD_MAX + 3)]; /* per record of the first period, but the site's
+                                           first address: its offset and second word */
 } delta_table;
 
 typedef struct replay {
@@ -335,29 +338,47 @@ static inline __attribute__((always_inline)) void emit_body(ms_access *out, uint
  * stream_add 1781 -> 2994 M accesses/s, counting consumer), the AVX2 one faster than
  * the unrolled scalar loop (stream_add 2604). */
 typedef uint64_t record_quad __attribute__((vector_size(64))); /* 4 records */
-static inline void copy_record(ms_access *out, const uint64_t *delta, size_t period, size_t i,
-                               size_t phase) {
+static inline void add_record(ms_access *out, const uint64_t *from, const uint64_t *plus) {
   uint64_t words[2];
-  memcpy(words, out + i - period, sizeof words);
-  words[0] += delta[2 * phase];
-  memcpy(out + i, words, sizeof words);
+  memcpy(words, from, sizeof words);
+  words[0] += plus[0];
+  memcpy(out, words, sizeof words);
 }
+static inline void add_quad(ms_access *out, const void *from, const uint64_t *plus) {
+  record_quad record, step;
+  memcpy(&record, from, sizeof record);
+  memcpy(&step, plus, sizeof step);
+  record += step;
+  memcpy(out, &record, sizeof record);
+}
+/* The first period: table->first plus the sites' addresses (`address`: one word pair per
+ * record, `cycle` records, repeated); then the copies. total >= period. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-copy_forward(ms_access *out, const uint64_t *delta, size_t period, size_t total) {
-  size_t i = period, phase = 0;
+copy_forward(ms_access *out, const delta_table *table, const uint64_t *address, size_t cycle,
+             size_t period, size_t total) {
+  const uint64_t *first = table->first, *delta = table->words;
+  size_t i = 0;
+  for (; i < period && (uintptr_t)(out + i) % 64 && i < 3; i++)
+    add_record(out + i, first + 2 * i, address + 2 * (i % cycle));
+  for (size_t a = i % cycle; i + 4 <= period; i += 4) {
+    record_quad record;
+    memcpy(&record, address + 2 * a, sizeof record);
+    add_quad(out + i, &record, first + 2 * i);
+    a += 4;
+    if (a >= cycle) a -= cycle;
+  }
+  for (; i < period; i++)
+    add_record(out + i, first + 2 * i, address + 2 * (i % cycle));
+  size_t phase = 0;
   for (; i < total && (uintptr_t)(out + i) % 64 && phase < 3; i++, phase++)
-    copy_record(out, delta, period, i, phase);
+    add_record(out + i, (const uint64_t *)(out + i - period), delta + 2 * phase);
   for (; i + 4 <= total; i += 4) {
-    record_quad record, step;
-    memcpy(&record, out + i - period, sizeof record);
-    memcpy(&step, delta + 2 * phase, sizeof step);
-    record += step;
-    memcpy(out + i, &record, sizeof record);
+    add_quad(out + i, out + i - period, delta + 2 * phase);
     phase += 4;
     if (phase >= period) phase -= period;
   }
   for (; i < total; i++, phase++)
-    copy_record(out, delta, period, i, phase);
+    add_record(out + i, (const uint64_t *)(out + i - period), delta + 2 * phase);
 }
 
 /* Bodies of 1 to 8 sites: loops the compiler unrolls, addresses in registers (matmul 2x). */
@@ -376,27 +397,37 @@ static void emit_body_unrolled(ms_access *out, uint64_t *address, const uint64_t
   }
 }
 
-/* k iterations of a body: the first `seed` directly, the rest by copy_forward. */
+/* k iterations of a body: the first `seed` from the table of their offsets, the rest by
+ * copies; a few directly. */
 static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *step,
                           const uint64_t *model, uint64_t k, uint32_t length,
-                          delta_table *delta) {
+                          delta_table *table) {
   uint64_t seed = 1;
   while (seed * length < SEED_RECORDS || seed * length % 4) seed++;
   if (k <= seed) {
     emit_body_unrolled(out, address, step, model, k, length);
     return;
   }
-  emit_body_unrolled(out, address, step, model, seed, length);
   size_t period = (size_t)(seed * length);
-  if (delta->length != length || memcmp(delta->step, step, length * sizeof *step)) {
-    delta->length = length;
-    memcpy(delta->step, step, length * sizeof *step);
-    for (size_t i = 0, j = 0; i < period + 3; i++, j = j + 1 == length ? 0 : j + 1) {
-      delta->words[2 * i] = seed * step[j];
-      delta->words[2 * i + 1] = 0;
+  if (table->length != length || memcmp(table->step, step, length * sizeof *step) ||
+      memcmp(table->model, model, length * sizeof *model)) {
+    table->length = length;
+    memcpy(table->step, step, length * sizeof *step);
+    memcpy(table->model, model, length * sizeof *model);
+    for (size_t i = 0, j = 0, t = 0; i < period + 3; i++, j = j + 1 == length ? (t++, 0) : j + 1) {
+      table->words[2 * i] = seed * step[j];
+      table->words[2 * i + 1] = 0;
+      table->first[2 * i] = t * step[j];
+      table->first[2 * i + 1] = model[j];
     }
   }
-  copy_forward(out, delta->words, period, (size_t)(k * length));
+  size_t cycle = length % 4 == 0 ? length : length % 2 == 0 ? 2 * length : 4 * length;
+  uint64_t words[2 * (4 * FLAT_MAX + 3)]; /* the addresses, repeated to whole vectors */
+  for (size_t i = 0, j = 0; i < cycle + 3; i++, j = j + 1 == length ? 0 : j + 1) {
+    words[2 * i] = address[j];
+    words[2 * i + 1] = 0;
+  }
+  copy_forward(out, table, words, cycle, period, (size_t)(k * length));
 }
 
 static size_t emit_iterations(replay *r, ms_access *out, size_t space) {

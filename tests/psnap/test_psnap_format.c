@@ -303,6 +303,33 @@ static void edited_profiles_replay_the_edit(void **state) {
   free(text);
 }
 
+/* Two loops of the same shape and strides over other sites (kinds, sizes): replay's fast
+ * path keeps tables per loop body, which must not carry the first loop's records into the
+ * second. */
+static void loops_of_the_same_strides_replay_their_own_sites(void **state) {
+  (void)state;
+  stream s = {calloc(4000, sizeof(ms_access)), 0};
+  for (int i = 0; i < 1000; i++) {
+    emit(&s, 0, 0, 0x1000 + (uint64_t)i * 8, 8, MS_LOAD);
+    emit(&s, 1, 0, 0x9000 + (uint64_t)i * 8, 8, MS_LOAD);
+  }
+  for (int i = 0; i < 1000; i++) {
+    emit(&s, 2, 0, 0x40000 + (uint64_t)i * 8, 4, MS_STORE);
+    emit(&s, 3, 0, 0x80000 + (uint64_t)i * 8, 4, MS_MODIFY);
+  }
+  ms_psnap_profile p = build(&s, 0);
+  char *text = to_text(&p);
+  ms_psnap_profile_free(&p);
+  stream r = replay(text, NULL);
+  assert_int_equal(r.count, s.count);
+  for (size_t i = 0; i < r.count; i++) {
+    assert_int_equal(r.accesses[i].address, s.accesses[i].address);
+    assert_int_equal(r.accesses[i].kind, s.accesses[i].kind);
+    assert_int_equal(r.accesses[i].size, s.accesses[i].size);
+  }
+  free(r.accesses), free(s.accesses), free(text);
+}
+
 static void expect_rejected(const char *text, const char *where) {
   ms_psnap_profile p;
   assert_int_equal(ms_psnap_profile_parse(text, strlen(text), "t.psnap", &p), MS_ERR_FORMAT);
@@ -496,6 +523,7 @@ int main(void) {
       cmocka_unit_test(lossy_order_keeps_counts),
       cmocka_unit_test(seeking_matches_replay_from_start),
       cmocka_unit_test(edited_profiles_replay_the_edit),
+      cmocka_unit_test(loops_of_the_same_strides_replay_their_own_sites),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
