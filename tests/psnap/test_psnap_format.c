@@ -103,13 +103,14 @@ static ms_psnap_profile parse(const char *text) {
 }
 
 /* All accesses of a replay of `text` with options. */
-static stream replay(const char *text, const ms_psnap_replay_options *options) {
+static stream replay_in(const char *text, const ms_psnap_replay_options *options,
+                        size_t capacity) {
   ms_psnap_profile p = parse(text);
   ms_source *source;
   assert_int_equal(ms_psnap_replay_open(&p, options, &source), 0);
   stream out = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
   ms_batch batch;
-  assert_int_equal(ms_batch_init(&batch, 333), 0);
+  assert_int_equal(ms_batch_init(&batch, capacity), 0);
   int n;
   while ((n = ms_source_next(source, &batch)) > 0) {
     assert_true(out.count + (size_t)n <= MAX_ACCESSES);
@@ -120,6 +121,10 @@ static stream replay(const char *text, const ms_psnap_replay_options *options) {
   ms_batch_free(&batch);
   ms_source_destroy(source);
   return out;
+}
+
+static stream replay(const char *text, const ms_psnap_replay_options *options) {
+  return replay_in(text, options, 333);
 }
 
 /* The accesses of one thread of s, in order. */
@@ -330,6 +335,41 @@ static void loops_of_the_same_strides_replay_their_own_sites(void **state) {
   free(r.accesses), free(s.accesses), free(text);
 }
 
+/* Loop nests whose inner loop's strides repeat row after row: replay copies whole rows when
+ * every site of the body appears once in it and starts a row of the same length; a site
+ * twice in the body, or rows of other lengths, must not be copied as rows. Each nest
+ * replays exactly. */
+static void rows_replay_exactly(void **state) {
+  (void)state;
+  for (int shape = 0; shape < 3; shape++) {
+    stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+    for (uint64_t y = 0; y < 40; y++)
+      for (uint64_t x = 0; x < 50; x++) {
+        emit(&s, 0, 0, 0x100000 + y * 1000 + x * 8, 8, MS_LOAD);
+        if (shape == 1) /* site 0 again */
+          emit(&s, 0, 0, 0x100000 + y * 1000 + x * 8 + 4, 8, MS_LOAD);
+        /* shape 2: rows of 25 for site 1, of 50 for the others */
+        uint64_t x1 = shape == 2 ? x % 25 : x, y1 = shape == 2 ? 2 * y + x / 25 : y;
+        emit(&s, 1, 0, 0x200000 + y1 * 640 + x1 * 16, 8, MS_LOAD);
+        emit(&s, 2, 0, 0x300000 + y * 1000 + x * 8, 8, MS_STORE);
+      }
+    ms_psnap_profile p = build(&s, 0);
+    char *text = to_text(&p);
+    ms_psnap_profile_free(&p);
+    const size_t capacities[] = {333, 4096};
+    for (int c = 0; c < 2; c++) {
+      stream r = replay_in(text, NULL, capacities[c]);
+      assert_int_equal(r.count, s.count);
+      for (size_t i = 0; i < r.count; i++) {
+        assert_int_equal(r.accesses[i].address, s.accesses[i].address);
+        assert_int_equal(r.accesses[i].size, s.accesses[i].size);
+      }
+      free(r.accesses);
+    }
+    free(s.accesses), free(text);
+  }
+}
+
 static void expect_rejected(const char *text, const char *where) {
   ms_psnap_profile p;
   assert_int_equal(ms_psnap_profile_parse(text, strlen(text), "t.psnap", &p), MS_ERR_FORMAT);
@@ -524,6 +564,7 @@ int main(void) {
       cmocka_unit_test(seeking_matches_replay_from_start),
       cmocka_unit_test(edited_profiles_replay_the_edit),
       cmocka_unit_test(loops_of_the_same_strides_replay_their_own_sites),
+      cmocka_unit_test(rows_replay_exactly),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
