@@ -410,10 +410,10 @@ static void emit_body_unrolled(ms_access *out, uint64_t *address, const uint64_t
 /* k iterations of a body: the first `seed` from the table of their offsets, the rest by
  * copies; a few directly. */
 static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *step,
-                          const uint64_t *model, uint64_t k, uint32_t length,
-                          delta_table *table) {
+                          const uint64_t *model, uint64_t k, uint32_t length, delta_table *table) {
   uint64_t seed = 1;
-  while (seed * length < SEED_RECORDS || seed * length % 4) seed++;
+  while (seed * length < SEED_RECORDS || seed * length % 4)
+    seed++;
   if (k <= seed) {
     emit_body_unrolled(out, address, step, model, k, length);
     return;

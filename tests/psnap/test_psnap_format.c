@@ -102,9 +102,8 @@ static ms_psnap_profile parse(const char *text) {
   return p;
 }
 
-/* All accesses of a replay of `text` with options. */
-static stream replay_in(const char *text, const ms_psnap_replay_options *options,
-                        size_t capacity) {
+/* All accesses of a replay of `text` with options, in batches of `capacity`. */
+static stream replay_in(const char *text, const ms_psnap_replay_options *options, size_t capacity) {
   ms_psnap_profile p = parse(text);
   ms_source *source;
   assert_int_equal(ms_psnap_replay_open(&p, options, &source), 0);
