@@ -40,7 +40,8 @@ typedef struct replay_site {
  * by the scalar loop (matmul 2404 -> 2593 M accesses/s, counting consumer). */
 /* The period, at least this many records: the copies read records written that far back,
  * whose stores have left the store queue (64 rather than 32: stream_add 2993 -> 3396,
- * stencil3d 1815 -> 1927 M accesses/s, counting consumer; 128: no better on stencil3d). */
+ * stencil3d 1815 -> 1927 M accesses/s, counting consumer; with the first period from
+ * its table, 128 and 256 are slower: matmul 2457 -> 2318 and 2448 -> 2068). */
 #define SEED_RECORDS 64
 #define PERIOD_MAX (SEED_RECORDS + 4 * FLAT_MAX) /* records */
 typedef struct delta_table {
