@@ -12,8 +12,13 @@
  * access i skips whole iterations of the order arithmetically (per-node counts of each
  * site give every site's position) and then each site's pattern the same way; only a
  * lossy order is walked.
- * Fast path: a run of one site emits consecutive strides of one pattern run in a
- * tight loop; most of the cost of a regular kernel is the order cursor's step.
+ * Fast path: a flat group of the order (a repeated body of exact sites) whose sites are
+ * inside stride runs is linear: k iterations are written at once, the cursors moved on
+ * arithmetically (emit_linear). Its records are written from cached tables and then as
+ * copies of the records one period earlier plus a step, four records per vector store
+ * (copy_forward; AVX-512 or AVX2 picked at run time); whole rows of a loop nest are copied
+ * the same way (emit_rows). A long run of one site is a body of one site. Regular kernels
+ * then spend about as long writing the records as a consumer that reads each one.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -420,8 +425,8 @@ static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *ste
     return;
   }
   size_t period = (size_t)(seed * length);
-  if (table->length != length || memcmp(table->step, step, length * sizeof *step) ||
-      memcmp(table->model, model, length * sizeof *model)) {
+  if (table->length != length || memcmp(table->step, step, length * sizeof *step) != 0 ||
+      memcmp(table->model, model, length * sizeof *model) != 0) {
     table->length = length;
     memcpy(table->step, step, length * sizeof *step);
     memcpy(table->model, model, length * sizeof *model);
@@ -546,6 +551,7 @@ static size_t emit_rows(replay *r, ms_access *out, size_t space) {
   int32_t start = r->body_start[top->node];
   if (start < 0 || top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
   uint32_t length = r->body_length[top->node];
+  if (length == 0) return 0;
   const uint32_t *body = r->body_sites + start;
   uint64_t row, rows, site_row, site_rows;
   if (!at_row_start(&r->sites[body[0]], &row, &rows)) return 0;
@@ -570,7 +576,7 @@ static size_t emit_rows(replay *r, ms_access *out, size_t space) {
     done += n;
   }
   size_t cycle = length % 4 == 0 ? length : length % 2 == 0 ? 2 * length : 4 * length;
-  uint64_t delta[2 * (4 * FLAT_MAX + 3)], sum[FLAT_MAX];
+  uint64_t delta[2 * (4 * FLAT_MAX + 3)], sum[FLAT_MAX] = {0}; /* {0}: for clang-tidy */
   for (uint32_t j = 0; j < length; j++) {
     replay_site *rs = &r->sites[body[j]];
     if (!at_row_start(rs, &site_row, &site_rows) || site_row != row || site_rows < rows - 1)
