@@ -102,14 +102,14 @@ static ms_psnap_profile parse(const char *text) {
   return p;
 }
 
-/* All accesses of a replay of `text` with options. */
-static stream replay(const char *text, const ms_psnap_replay_options *options) {
+/* All accesses of a replay of `text` with options, in batches of `capacity`. */
+static stream replay_in(const char *text, const ms_psnap_replay_options *options, size_t capacity) {
   ms_psnap_profile p = parse(text);
   ms_source *source;
   assert_int_equal(ms_psnap_replay_open(&p, options, &source), 0);
   stream out = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
   ms_batch batch;
-  assert_int_equal(ms_batch_init(&batch, 333), 0);
+  assert_int_equal(ms_batch_init(&batch, capacity), 0);
   int n;
   while ((n = ms_source_next(source, &batch)) > 0) {
     assert_true(out.count + (size_t)n <= MAX_ACCESSES);
@@ -120,6 +120,10 @@ static stream replay(const char *text, const ms_psnap_replay_options *options) {
   ms_batch_free(&batch);
   ms_source_destroy(source);
   return out;
+}
+
+static stream replay(const char *text, const ms_psnap_replay_options *options) {
+  return replay_in(text, options, 333);
 }
 
 /* The accesses of one thread of s, in order. */
@@ -301,6 +305,68 @@ static void edited_profiles_replay_the_edit(void **state) {
   free(r.accesses);
   free(a), free(b), free(c), free(d), free(e), free(f), free(g), free(h), free(i2), free(j);
   free(text);
+}
+
+/* Two loops of the same shape and strides over other sites (kinds, sizes): replay's fast
+ * path keeps tables per loop body, which must not carry the first loop's records into the
+ * second. */
+static void loops_of_the_same_strides_replay_their_own_sites(void **state) {
+  (void)state;
+  stream s = {calloc(4000, sizeof(ms_access)), 0};
+  for (int i = 0; i < 1000; i++) {
+    emit(&s, 0, 0, 0x1000 + (uint64_t)i * 8, 8, MS_LOAD);
+    emit(&s, 1, 0, 0x9000 + (uint64_t)i * 8, 8, MS_LOAD);
+  }
+  for (int i = 0; i < 1000; i++) {
+    emit(&s, 2, 0, 0x40000 + (uint64_t)i * 8, 4, MS_STORE);
+    emit(&s, 3, 0, 0x80000 + (uint64_t)i * 8, 4, MS_MODIFY);
+  }
+  ms_psnap_profile p = build(&s, 0);
+  char *text = to_text(&p);
+  ms_psnap_profile_free(&p);
+  stream r = replay(text, NULL);
+  assert_int_equal(r.count, s.count);
+  for (size_t i = 0; i < r.count; i++) {
+    assert_int_equal(r.accesses[i].address, s.accesses[i].address);
+    assert_int_equal(r.accesses[i].kind, s.accesses[i].kind);
+    assert_int_equal(r.accesses[i].size, s.accesses[i].size);
+  }
+  free(r.accesses), free(s.accesses), free(text);
+}
+
+/* Loop nests whose inner loop's strides repeat row after row: replay copies whole rows when
+ * every site of the body appears once in it and starts a row of the same length; a site
+ * twice in the body, or rows of other lengths, must not be copied as rows. Each nest
+ * replays exactly. */
+static void rows_replay_exactly(void **state) {
+  (void)state;
+  for (int shape = 0; shape < 3; shape++) {
+    stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+    for (uint64_t y = 0; y < 40; y++)
+      for (uint64_t x = 0; x < 50; x++) {
+        emit(&s, 0, 0, 0x100000 + y * 1000 + x * 8, 8, MS_LOAD);
+        if (shape == 1) /* site 0 again */
+          emit(&s, 0, 0, 0x100000 + y * 1000 + x * 8 + 4, 8, MS_LOAD);
+        /* shape 2: rows of 25 for site 1, of 50 for the others */
+        uint64_t x1 = shape == 2 ? x % 25 : x, y1 = shape == 2 ? 2 * y + x / 25 : y;
+        emit(&s, 1, 0, 0x200000 + y1 * 640 + x1 * 16, 8, MS_LOAD);
+        emit(&s, 2, 0, 0x300000 + y * 1000 + x * 8, 8, MS_STORE);
+      }
+    ms_psnap_profile p = build(&s, 0);
+    char *text = to_text(&p);
+    ms_psnap_profile_free(&p);
+    const size_t capacities[] = {333, 4096};
+    for (int c = 0; c < 2; c++) {
+      stream r = replay_in(text, NULL, capacities[c]);
+      assert_int_equal(r.count, s.count);
+      for (size_t i = 0; i < r.count; i++) {
+        assert_int_equal(r.accesses[i].address, s.accesses[i].address);
+        assert_int_equal(r.accesses[i].size, s.accesses[i].size);
+      }
+      free(r.accesses);
+    }
+    free(s.accesses), free(text);
+  }
 }
 
 static void expect_rejected(const char *text, const char *where) {
@@ -496,6 +562,8 @@ int main(void) {
       cmocka_unit_test(lossy_order_keeps_counts),
       cmocka_unit_test(seeking_matches_replay_from_start),
       cmocka_unit_test(edited_profiles_replay_the_edit),
+      cmocka_unit_test(loops_of_the_same_strides_replay_their_own_sites),
+      cmocka_unit_test(rows_replay_exactly),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),

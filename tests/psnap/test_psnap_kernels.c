@@ -217,8 +217,9 @@ static void verify_compares_each_site_apart_from_order(void **state) {
   assert_int_equal(whole, sites - 1);
 }
 
-/* Accesses [from, from + count) of a replay of dir/name. */
-static ms_access *replay_part(const char *name, uint64_t from, uint64_t count, size_t *got) {
+/* Accesses [from, from + count) of a replay of dir/name, in batches of `capacity`. */
+static ms_access *replay_in(const char *name, uint64_t from, uint64_t count, size_t capacity,
+                            size_t *got) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   ms_psnap_profile profile;
@@ -228,7 +229,7 @@ static ms_access *replay_part(const char *name, uint64_t from, uint64_t count, s
   assert_int_equal(ms_psnap_replay_open(&profile, &options, &source), 0);
   ms_access *all = malloc((size_t)count * sizeof *all);
   ms_batch batch;
-  assert_int_equal(ms_batch_init(&batch, 1000), 0);
+  assert_int_equal(ms_batch_init(&batch, capacity), 0);
   size_t n = 0;
   int k;
   while ((k = ms_source_next(source, &batch)) > 0) {
@@ -240,6 +241,10 @@ static ms_access *replay_part(const char *name, uint64_t from, uint64_t count, s
   ms_source_destroy(source);
   *got = n;
   return all;
+}
+
+static ms_access *replay_part(const char *name, uint64_t from, uint64_t count, size_t *got) {
+  return replay_in(name, from, count, 1000, got);
 }
 
 /* Seeking into the regular kernels' profiles (where the fast loop of replay runs) gives
@@ -260,6 +265,37 @@ static void seeking_in_kernel_profiles(void **state) {
       free(part);
     }
     free(all);
+  }
+}
+
+/* The batch's capacity bounds how many iterations of a flat group replay writes at once
+ * (a capacity of 1 leaves no room for a body of two sites: site by site, the slow path;
+ * small odd capacities stop the fast loop at every phase of a body, before and after its
+ * first few iterations, which it writes apart from the rest), and seeks start it in the
+ * middle of a stride run: every capacity gives the same accesses. The kernels' profiles
+ * and their executables' (where loops of the same length but other strides follow one
+ * another: main's initialization, then the kernel). */
+static void batch_capacity_does_not_change_replay(void **state) {
+  (void)state;
+  for (size_t p = 0; p < 2 * sizeof regular / sizeof *regular; p++) {
+    const char *name = regular[p / 2].name;
+    char profile[256];
+    snprintf(profile, sizeof profile, "%s-%s.psnap", name, p % 2 ? "exe1" : "1");
+    if (p % 2)
+      assert_int_equal(test_memsnap_in(dir, "profile -q -o %s %s-1.mtr", profile, name), 0);
+    size_t total;
+    ms_access *slow = replay_in(profile, 0, 1u << 22, 1, &total);
+    const size_t capacities[] = {2, 5, 37, 101, 4096};
+    const uint64_t starts[] = {0, 3, 1001, total / 2 + 1};
+    for (int c = 0; c < 5; c++)
+      for (int s = 0; s < 4; s++) {
+        size_t got;
+        ms_access *fast = replay_in(profile, starts[s], total, capacities[c], &got);
+        assert_int_equal(got, total - starts[s]);
+        assert_memory_equal(fast, slow + starts[s], got * sizeof *fast);
+        free(fast);
+      }
+    free(slow);
   }
 }
 
@@ -539,6 +575,7 @@ int main(void) {
       cmocka_unit_test(profile_through_exec_keeps_the_programs),
       cmocka_unit_test(irregular_kernels_are_lossy_within_one_point),
       cmocka_unit_test(seeking_in_kernel_profiles),
+      cmocka_unit_test(batch_capacity_does_not_change_replay),
       cmocka_unit_test(threads_replay_exactly),
       cmocka_unit_test(verify_compares_each_site_apart_from_order),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
