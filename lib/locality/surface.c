@@ -69,6 +69,7 @@
 #include "memsnap/error.h"
 #include "memsnap/surface.h"
 #include "reuse_stack.h"
+#include "surface_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -127,9 +128,9 @@ struct ms_surface_builder {
   /* the sampled pass: the last byte of the previous access (repeats at every width) */
   uint64_t previous_last;
   int has_previous;
-  int use_avx2;
+  surface_pass pass;
   uint64_t salt[MS_SURFACE_MAX_WIDTHS];
-  int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (AVX2 pass, <= 8 widths) */
+  int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (vector passes, <= 8 widths) */
 };
 
 void ms_surface_config_default(ms_surface_config *config) {
@@ -273,6 +274,25 @@ static inline int near_reference(ms_surface_builder *b, near_stack *stack, uint6
   return b->near_plan.zone_count - 1;
 }
 
+/* Whether this CPU and build have `pass` for the builder's grid (vector passes: <= 8 widths). */
+static int pass_supported(const ms_surface_builder *b, surface_pass pass) {
+  if (pass == SURFACE_PASS_SCALAR) return 1;
+  if (b->config.width_count > 8) return 0;
+#ifdef SURFACE_AVX2
+  if (pass == SURFACE_PASS_AVX2) return __builtin_cpu_supports("avx2");
+  if (pass == SURFACE_PASS_AVX512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#endif
+  return 0;
+}
+
+int surface_builder_set_pass(ms_surface_builder *builder, surface_pass pass) {
+  if (!pass_supported(builder, pass))
+    return ms_error_set(MS_ERR_ARG, "surface: sampled pass %d not available here", (int)pass);
+  builder->pass = pass;
+  return MS_OK;
+}
+
 int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder **out) {
   *out = NULL;
   int rc = ms_surface_config_check(config);
@@ -324,9 +344,9 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
     b->lane_shift[i] = i < config->width_count ? b->width_shift[i] : 63;
     b->lane_salt[i] = i < config->width_count ? (int64_t)b->salt[i] : 0;
   }
-#ifdef SURFACE_AVX2
-  b->use_avx2 = config->width_count <= 8 && __builtin_cpu_supports("avx2");
-#endif
+  b->pass = pass_supported(b, SURFACE_PASS_AVX512) ? SURFACE_PASS_AVX512
+            : pass_supported(b, SURFACE_PASS_AVX2)   ? SURFACE_PASS_AVX2
+                                                     : SURFACE_PASS_SCALAR;
   b->sample_limit =
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
   b->near_limit = b->near_count > 0 ? (uint64_t)(b->near_rate * (double)(1u << 24)) : 0;
@@ -538,6 +558,70 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
   b->previous_last = previous;
   return MS_OK;
 }
+
+/* The sampled pass with AVX-512 (F and DQ), the 8 widths as the 8 lanes of one vector:
+ * the AVX2 pass's work with a native 64-bit multiply, unsigned compares of the product
+ * against probe_limit << 40 (no shift) and mask registers for the lane tests. */
+__attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_surface_builder *b,
+                                                                         const ms_batch *batch) {
+  const int widths = b->config.width_count;
+  const __mmask8 used = (__mmask8)((1u << widths) - 1);
+  const __m512i shift = _mm512_loadu_si512(b->lane_shift);
+  const __m512i salt = _mm512_loadu_si512(b->lane_salt);
+  /* product >> 40 < probe_limit iff product < probe_limit << 40 (probe_limit < 2^24) */
+  const __m512i limit = _mm512_set1_epi64((long long)(b->probe_limit << 40));
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m512i multiplier = _mm512_set1_epi64((long long)SAMPLE_MULTIPLIER);
+  __m512i span = _mm512_setzero_si512(), repeat = span;
+  uint64_t previous = b->previous_last, vector_accesses = 0;
+  if (!b->has_previous && batch->count > 0) {
+    previous = ~batch->accesses[0].address;
+    b->has_previous = 1;
+  }
+  /* the last lines of the previous access, per width */
+  __m512i previous_lines = _mm512_srlv_epi64(_mm512_set1_epi64((long long)previous), shift);
+  for (size_t n = 0; n < batch->count; n++) {
+    const uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
+    const __m512i line = _mm512_srlv_epi64(_mm512_set1_epi64((long long)first), shift);
+    const __m512i end = _mm512_srlv_epi64(_mm512_set1_epi64((long long)last), shift);
+    const __m512i lines_after = _mm512_sub_epi64(end, line);
+    if (__builtin_expect(_mm512_cmpgt_epu64_mask(lines_after, one) != 0, 0)) {
+      for (int i = 0; i < widths; i++) /* more than two lines: one by one */
+        if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
+      previous = last;
+      previous_lines = end;
+      continue;
+    }
+    span = _mm512_add_epi64(span, lines_after);
+    const __mmask8 repeats = _mm512_cmpeq_epi64_mask(line, previous_lines);
+    repeat = _mm512_mask_add_epi64(repeat, repeats, repeat, one);
+    /* first line: sampled and not a repeat; last line: sampled and not the first */
+    const __m512i product = _mm512_mullo_epi64(_mm512_add_epi64(line, salt), multiplier);
+    const unsigned firsts = _mm512_mask_cmplt_epu64_mask(used & ~repeats, product, limit);
+    const unsigned seconds =
+        _mm512_mask_cmplt_epu64_mask(used & _mm512_test_epi64_mask(lines_after, lines_after),
+                                     _mm512_add_epi64(product, multiplier), limit);
+    for (unsigned any = firsts | seconds; __builtin_expect(any != 0, 0); any &= any - 1) {
+      int i = __builtin_ctz(any);
+      if ((firsts >> i) & 1 && sample_line(b, i, first >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+      if ((seconds >> i) & 1 && sample_line(b, i, last >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+    }
+    previous_lines = end;
+    previous = last;
+    vector_accesses++;
+  }
+  uint64_t spans[8], repeat_counts[8];
+  _mm512_storeu_si512(spans, span);
+  _mm512_storeu_si512(repeat_counts, repeat);
+  for (int i = 0; i < widths; i++) {
+    b->lines[i] += spans[i] + vector_accesses;
+    b->repeats[i] += repeat_counts[i];
+  }
+  b->previous_last = previous;
+  return MS_OK;
+}
 #endif
 
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
@@ -548,7 +632,9 @@ int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   }
   if (b->sample_limit < (1u << 24)) {
 #ifdef SURFACE_AVX2
-    int rc = b->use_avx2 ? add_sampled_avx2(b, batch) : add_sampled_scalar(b, batch);
+    int rc = b->pass == SURFACE_PASS_AVX512 ? add_sampled_avx512(b, batch)
+             : b->pass == SURFACE_PASS_AVX2 ? add_sampled_avx2(b, batch)
+                                            : add_sampled_scalar(b, batch);
 #else
     int rc = add_sampled_scalar(b, batch);
 #endif
