@@ -559,9 +559,31 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
   return MS_OK;
 }
 
+/* The sampled lines an AVX-512 chunk found, as (access index << 4 | lane << 1 | 1 if the
+ * access's last line), in the order of the accesses, first line before last: each width's
+ * lines reach its stacks in stream order. */
+static int sample_pending(ms_surface_builder *b, const ms_access *accesses,
+                          const uint64_t *pending, size_t count) {
+  for (size_t k = 0; k < count; k++) {
+    const ms_access *a = &accesses[pending[k] >> 4];
+    const int i = (int)(pending[k] >> 1) & 7;
+    const uint64_t address = pending[k] & 1 ? access_last(a) : a->address;
+    if (sample_line(b, i, address >> b->width_shift[i]) < 0) return MS_ERR_NOMEM;
+  }
+  return MS_OK;
+}
+
+/* Accesses per chunk of the AVX-512 pass: its pending lines (at most 16 per access, plus a
+ * vector of slack for the last store) take 16 KB of stack. */
+#define SAMPLED_CHUNK 128
+
 /* The sampled pass with AVX-512 (F and DQ), the 8 widths as the 8 lanes of one vector:
  * the AVX2 pass's work with a native 64-bit multiply, unsigned compares of the product
- * against probe_limit << 40 (no shift) and mask registers for the lane tests. */
+ * against probe_limit << 40 (no shift) and mask registers for the lane tests. The sampled
+ * lines are not taken on the spot: a compress and a store per access append them to a
+ * list that is fed to the stacks after each chunk of accesses, so the loop has no branch
+ * on whether an access sampled something (on matmul, one access in several does, at
+ * random). */
 __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_surface_builder *b,
                                                                          const ms_batch *batch) {
   const int widths = b->config.width_count;
@@ -572,45 +594,54 @@ __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_sur
   const __m512i limit = _mm512_set1_epi64((long long)(b->probe_limit << 40));
   const __m512i one = _mm512_set1_epi64(1);
   const __m512i multiplier = _mm512_set1_epi64((long long)SAMPLE_MULTIPLIER);
+  const __m512i lane_codes = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
   __m512i span = _mm512_setzero_si512(), repeat = span;
   uint64_t previous = b->previous_last, vector_accesses = 0;
+  uint64_t pending[SAMPLED_CHUNK * 16 + 8];
   if (!b->has_previous && batch->count > 0) {
     previous = ~batch->accesses[0].address;
     b->has_previous = 1;
   }
   /* the last lines of the previous access, per width */
   __m512i previous_lines = _mm512_srlv_epi64(_mm512_set1_epi64((long long)previous), shift);
-  for (size_t n = 0; n < batch->count; n++) {
-    const uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
-    const __m512i line = _mm512_srlv_epi64(_mm512_set1_epi64((long long)first), shift);
-    const __m512i end = _mm512_srlv_epi64(_mm512_set1_epi64((long long)last), shift);
-    const __m512i lines_after = _mm512_sub_epi64(end, line);
-    if (__builtin_expect(_mm512_cmpgt_epu64_mask(lines_after, one) != 0, 0)) {
-      for (int i = 0; i < widths; i++) /* more than two lines: one by one */
-        if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
-      previous = last;
+  for (size_t start = 0; start < batch->count; start += SAMPLED_CHUNK) {
+    const size_t stop = batch->count - start < SAMPLED_CHUNK ? batch->count : start + SAMPLED_CHUNK;
+    size_t count = 0;
+    for (size_t n = start; n < stop; n++) {
+      const uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
+      const __m512i line = _mm512_srlv_epi64(_mm512_set1_epi64((long long)first), shift);
+      const __m512i end = _mm512_srlv_epi64(_mm512_set1_epi64((long long)last), shift);
+      const __m512i lines_after = _mm512_sub_epi64(end, line);
+      if (__builtin_expect(_mm512_cmpgt_epu64_mask(lines_after, one) != 0, 0)) {
+        /* more than two lines: the pending lines first, then this one's one by one */
+        if (sample_pending(b, batch->accesses, pending, count) < 0) return MS_ERR_NOMEM;
+        count = 0;
+        for (int i = 0; i < widths; i++)
+          if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
+        previous = last;
+        previous_lines = end;
+        continue;
+      }
+      span = _mm512_add_epi64(span, lines_after);
+      const __mmask8 repeats = _mm512_cmpeq_epi64_mask(line, previous_lines);
+      repeat = _mm512_mask_add_epi64(repeat, repeats, repeat, one);
+      /* first line: sampled and not a repeat; last line: sampled and not the first */
+      const __m512i product = _mm512_mullo_epi64(_mm512_add_epi64(line, salt), multiplier);
+      const __mmask8 firsts = _mm512_mask_cmplt_epu64_mask(used & ~repeats, product, limit);
+      const __mmask8 seconds =
+          _mm512_mask_cmplt_epu64_mask(used & _mm512_test_epi64_mask(lines_after, lines_after),
+                                       _mm512_add_epi64(product, multiplier), limit);
+      const __m512i codes = _mm512_add_epi64(_mm512_set1_epi64((long long)(n << 4)), lane_codes);
+      _mm512_storeu_si512(pending + count, _mm512_maskz_compress_epi64(firsts, codes));
+      count += (size_t)__builtin_popcount(firsts);
+      _mm512_storeu_si512(pending + count,
+                          _mm512_maskz_compress_epi64(seconds, _mm512_or_si512(codes, one)));
+      count += (size_t)__builtin_popcount(seconds);
       previous_lines = end;
-      continue;
+      previous = last;
+      vector_accesses++;
     }
-    span = _mm512_add_epi64(span, lines_after);
-    const __mmask8 repeats = _mm512_cmpeq_epi64_mask(line, previous_lines);
-    repeat = _mm512_mask_add_epi64(repeat, repeats, repeat, one);
-    /* first line: sampled and not a repeat; last line: sampled and not the first */
-    const __m512i product = _mm512_mullo_epi64(_mm512_add_epi64(line, salt), multiplier);
-    const unsigned firsts = _mm512_mask_cmplt_epu64_mask(used & ~repeats, product, limit);
-    const unsigned seconds =
-        _mm512_mask_cmplt_epu64_mask(used & _mm512_test_epi64_mask(lines_after, lines_after),
-                                     _mm512_add_epi64(product, multiplier), limit);
-    for (unsigned any = firsts | seconds; __builtin_expect(any != 0, 0); any &= any - 1) {
-      int i = __builtin_ctz(any);
-      if ((firsts >> i) & 1 && sample_line(b, i, first >> b->width_shift[i]) < 0)
-        return MS_ERR_NOMEM;
-      if ((seconds >> i) & 1 && sample_line(b, i, last >> b->width_shift[i]) < 0)
-        return MS_ERR_NOMEM;
-    }
-    previous_lines = end;
-    previous = last;
-    vector_accesses++;
+    if (sample_pending(b, batch->accesses, pending, count) < 0) return MS_ERR_NOMEM;
   }
   uint64_t spans[8], repeat_counts[8];
   _mm512_storeu_si512(spans, span);
