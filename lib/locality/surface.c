@@ -559,23 +559,25 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
   return MS_OK;
 }
 
-/* The sampled lines an AVX-512 chunk found, as (access index << 4 | lane << 1 | 1 if the
- * access's last line), in the order of the accesses, first line before last: each width's
- * lines reach its stacks in stream order. */
+/* The sampled lines an AVX-512 chunk found, one entry per access and width that has some:
+ * access index << 5 | lane << 2 | 1 if its first line, | 2 if its last line, in the order of
+ * the accesses: each width's lines reach its stacks in stream order. */
 static int sample_pending(ms_surface_builder *b, const ms_access *accesses,
                           const uint64_t *pending, size_t count) {
   for (size_t k = 0; k < count; k++) {
-    const ms_access *a = &accesses[pending[k] >> 4];
-    const int i = (int)(pending[k] >> 1) & 7;
-    const uint64_t address = pending[k] & 1 ? access_last(a) : a->address;
-    if (sample_line(b, i, address >> b->width_shift[i]) < 0) return MS_ERR_NOMEM;
+    const ms_access *a = &accesses[pending[k] >> 5];
+    const int i = (int)(pending[k] >> 2) & 7;
+    if (pending[k] & 1 && sample_line(b, i, a->address >> b->width_shift[i]) < 0)
+      return MS_ERR_NOMEM;
+    if (pending[k] & 2 && sample_line(b, i, access_last(a) >> b->width_shift[i]) < 0)
+      return MS_ERR_NOMEM;
   }
   return MS_OK;
 }
 
-/* Accesses per chunk of the AVX-512 pass: its pending lines (at most 16 per access, plus a
+/* Accesses per chunk of the AVX-512 pass: its pending entries (at most 8 per access, plus a
  * vector of slack for the last store) take 16 KB of stack. */
-#define SAMPLED_CHUNK 128
+#define SAMPLED_CHUNK 256
 
 /* The sampled pass with AVX-512 (F and DQ), the 8 widths as the 8 lanes of one vector:
  * the AVX2 pass's work with a native 64-bit multiply, unsigned compares of the product
@@ -594,10 +596,11 @@ __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_sur
   const __m512i limit = _mm512_set1_epi64((long long)(b->probe_limit << 40));
   const __m512i one = _mm512_set1_epi64(1);
   const __m512i multiplier = _mm512_set1_epi64((long long)SAMPLE_MULTIPLIER);
-  const __m512i lane_codes = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i two = _mm512_set1_epi64(2);
+  const __m512i lane_codes = _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0);
   __m512i span = _mm512_setzero_si512(), repeat = span;
   uint64_t previous = b->previous_last, vector_accesses = 0;
-  uint64_t pending[SAMPLED_CHUNK * 16 + 8];
+  uint64_t pending[SAMPLED_CHUNK * 8 + 8];
   if (!b->has_previous && batch->count > 0) {
     previous = ~batch->accesses[0].address;
     b->has_previous = 1;
@@ -631,12 +634,11 @@ __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_sur
       const __mmask8 seconds =
           _mm512_mask_cmplt_epu64_mask(used & _mm512_test_epi64_mask(lines_after, lines_after),
                                        _mm512_add_epi64(product, multiplier), limit);
-      const __m512i codes = _mm512_add_epi64(_mm512_set1_epi64((long long)(n << 4)), lane_codes);
-      _mm512_storeu_si512(pending + count, _mm512_maskz_compress_epi64(firsts, codes));
-      count += (size_t)__builtin_popcount(firsts);
-      _mm512_storeu_si512(pending + count,
-                          _mm512_maskz_compress_epi64(seconds, _mm512_or_si512(codes, one)));
-      count += (size_t)__builtin_popcount(seconds);
+      __m512i codes = _mm512_add_epi64(_mm512_set1_epi64((long long)(n << 5)), lane_codes);
+      codes = _mm512_mask_or_epi64(codes, firsts, codes, one);
+      codes = _mm512_mask_or_epi64(codes, seconds, codes, two);
+      _mm512_storeu_si512(pending + count, _mm512_maskz_compress_epi64(firsts | seconds, codes));
+      count += (size_t)__builtin_popcount(firsts | seconds);
       previous_lines = end;
       previous = last;
       vector_accesses++;
