@@ -18,8 +18,15 @@
  * simulator pass is one L1-resident set lookup's time per width and access; that would
  * take one structure shared by the widths (a line's reuse distance never grows with the
  * width, so the zone at width w bounds the zones at the larger widths) rather than a
- * cheaper stack per width. The sampled pass below did not change: its speed-up over the
- * exact pass fell with it, from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather).
+ * cheaper stack per width. The sampled pass's speed-up over the exact pass fell with it,
+ * from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather); its AVX-512 version
+ * (add_sampled_avx512) brought it back to 20.5x / 28.2x / 29.9x (bench_surface run
+ * interleaved with the AVX2 pass's 14.5x / 20.0x / 21.6x: sampled 0.0683 -> 0.0483 s,
+ * 0.0830 -> 0.0566 s, 0.0377 -> 0.0269 s). Where its 0.048 s on matmul go (perf): 43% the
+ * per-access loop (6.9M accesses, 1.2M of them sampling some line), 50% feeding the
+ * stacks (sample_pending 32%, reuse_stack's reference 18%: 1.2M near references, 0.6M
+ * sampled); the near stack's scan took about 8 ms of it (skipped in a test build: 0.057
+ * -> 0.050 s, one version earlier).
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
