@@ -352,8 +352,8 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
     b->lane_salt[i] = i < config->width_count ? (int64_t)b->salt[i] : 0;
   }
   b->pass = pass_supported(b, SURFACE_PASS_AVX512) ? SURFACE_PASS_AVX512
-            : pass_supported(b, SURFACE_PASS_AVX2)   ? SURFACE_PASS_AVX2
-                                                     : SURFACE_PASS_SCALAR;
+            : pass_supported(b, SURFACE_PASS_AVX2) ? SURFACE_PASS_AVX2
+                                                   : SURFACE_PASS_SCALAR;
   b->sample_limit =
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
   b->near_limit = b->near_count > 0 ? (uint64_t)(b->near_rate * (double)(1u << 24)) : 0;
@@ -569,8 +569,8 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
 /* The accesses of an AVX-512 chunk that sample some line, in order, one entry each: access
  * index << 16 | the widths whose last line is sampled << 8 | those whose first line is.
  * Each width's lines reach its stacks in stream order (first line before last). */
-static int sample_pending(ms_surface_builder *b, const ms_access *accesses,
-                          const uint64_t *pending, size_t count) {
+static int sample_pending(ms_surface_builder *b, const ms_access *accesses, const uint64_t *pending,
+                          size_t count) {
   for (size_t k = 0; k < count; k++) {
     const ms_access *a = &accesses[pending[k] >> 16];
     const unsigned firsts = pending[k] & 0xFF, seconds = (pending[k] >> 8) & 0xFF;
@@ -601,7 +601,7 @@ static int sample_pending(ms_surface_builder *b, const ms_access *accesses,
  * list, chunks of 256 0.0514 / 0.0300 / 0.0636 s (vpcompressq is slow on this Zen 4), of
  * 1024 0.0489 / 0.0276 / 0.0583 s, of 4096 (a whole batch) 0.0477 / 0.0269 / 0.0571 s. */
 __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_surface_builder *b,
-                                                                         const ms_batch *batch) {
+                                                                          const ms_batch *batch) {
   const int widths = b->config.width_count;
   const __mmask8 used = (__mmask8)((1u << widths) - 1);
   const __m512i shift = _mm512_loadu_si512(b->lane_shift);
