@@ -18,8 +18,15 @@
  * simulator pass is one L1-resident set lookup's time per width and access; that would
  * take one structure shared by the widths (a line's reuse distance never grows with the
  * width, so the zone at width w bounds the zones at the larger widths) rather than a
- * cheaper stack per width. The sampled pass below did not change: its speed-up over the
- * exact pass fell with it, from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather).
+ * cheaper stack per width. The sampled pass's speed-up over the exact pass fell with it,
+ * from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather); its AVX-512 version
+ * (add_sampled_avx512) brought it back to 20.5x / 28.2x / 29.9x (bench_surface run
+ * interleaved with the AVX2 pass's 14.5x / 20.0x / 21.6x: sampled 0.0683 -> 0.0483 s,
+ * 0.0830 -> 0.0566 s, 0.0377 -> 0.0269 s). Where its 0.048 s on matmul go (perf): 43% the
+ * per-access loop (6.9M accesses, 1.2M of them sampling some line), 50% feeding the
+ * stacks (sample_pending 32%, reuse_stack's reference 18%: 1.2M near references, 0.6M
+ * sampled); the near stack's scan took about 8 ms of it (skipped in a test build: 0.057
+ * -> 0.050 s, one version earlier).
  *
  * Sampling (SHARDS, Waldspurger et al. 2015, fixed rate with the -adj correction): a line
  * of a width is observed iff a hash of (line, width) falls below rate * 2^24, so each
@@ -69,6 +76,7 @@
 #include "memsnap/error.h"
 #include "memsnap/surface.h"
 #include "reuse_stack.h"
+#include "surface_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -127,9 +135,9 @@ struct ms_surface_builder {
   /* the sampled pass: the last byte of the previous access (repeats at every width) */
   uint64_t previous_last;
   int has_previous;
-  int use_avx2;
+  surface_pass pass;
   uint64_t salt[MS_SURFACE_MAX_WIDTHS];
-  int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (AVX2 pass, <= 8 widths) */
+  int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (vector passes, <= 8 widths) */
 };
 
 void ms_surface_config_default(ms_surface_config *config) {
@@ -273,6 +281,25 @@ static inline int near_reference(ms_surface_builder *b, near_stack *stack, uint6
   return b->near_plan.zone_count - 1;
 }
 
+/* Whether this CPU and build have `pass` for the builder's grid (vector passes: <= 8 widths). */
+static int pass_supported(const ms_surface_builder *b, surface_pass pass) {
+  if (pass == SURFACE_PASS_SCALAR) return 1;
+  if (b->config.width_count > 8) return 0;
+#ifdef SURFACE_AVX2
+  if (pass == SURFACE_PASS_AVX2) return __builtin_cpu_supports("avx2");
+  if (pass == SURFACE_PASS_AVX512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#endif
+  return 0;
+}
+
+int surface_builder_set_pass(ms_surface_builder *builder, surface_pass pass) {
+  if (!pass_supported(builder, pass))
+    return ms_error_set(MS_ERR_ARG, "surface: sampled pass %d not available here", (int)pass);
+  builder->pass = pass;
+  return MS_OK;
+}
+
 int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder **out) {
   *out = NULL;
   int rc = ms_surface_config_check(config);
@@ -324,9 +351,9 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
     b->lane_shift[i] = i < config->width_count ? b->width_shift[i] : 63;
     b->lane_salt[i] = i < config->width_count ? (int64_t)b->salt[i] : 0;
   }
-#ifdef SURFACE_AVX2
-  b->use_avx2 = config->width_count <= 8 && __builtin_cpu_supports("avx2");
-#endif
+  b->pass = pass_supported(b, SURFACE_PASS_AVX512) ? SURFACE_PASS_AVX512
+            : pass_supported(b, SURFACE_PASS_AVX2) ? SURFACE_PASS_AVX2
+                                                   : SURFACE_PASS_SCALAR;
   b->sample_limit =
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
   b->near_limit = b->near_count > 0 ? (uint64_t)(b->near_rate * (double)(1u << 24)) : 0;
@@ -538,6 +565,106 @@ __attribute__((target("avx2"))) static int add_sampled_avx2(ms_surface_builder *
   b->previous_last = previous;
   return MS_OK;
 }
+
+/* The accesses of an AVX-512 chunk that sample some line, in order, one entry each: access
+ * index << 16 | the widths whose last line is sampled << 8 | those whose first line is.
+ * Each width's lines reach its stacks in stream order (first line before last). */
+static int sample_pending(ms_surface_builder *b, const ms_access *accesses, const uint64_t *pending,
+                          size_t count) {
+  for (size_t k = 0; k < count; k++) {
+    const ms_access *a = &accesses[pending[k] >> 16];
+    const unsigned firsts = pending[k] & 0xFF, seconds = (pending[k] >> 8) & 0xFF;
+    for (unsigned any = firsts | seconds; any; any &= any - 1) {
+      const int i = __builtin_ctz(any);
+      if ((firsts >> i) & 1 && sample_line(b, i, a->address >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+      if ((seconds >> i) & 1 && sample_line(b, i, access_last(a) >> b->width_shift[i]) < 0)
+        return MS_ERR_NOMEM;
+    }
+  }
+  return MS_OK;
+}
+
+/* Accesses per chunk of the AVX-512 pass: its pending entries (at most one per access) take
+ * 32 KB of stack. */
+#define SAMPLED_CHUNK 4096
+
+/* The sampled pass with AVX-512 (F and DQ), the 8 widths as the 8 lanes of one vector:
+ * the AVX2 pass's work with a native 64-bit multiply, unsigned compares of the product
+ * against probe_limit << 40 (no shift) and mask registers for the lane tests. The sampled
+ * lines are not taken on the spot: every access stores its two lane masks to a list, kept
+ * iff not both empty, and the list is fed to the stacks after each chunk of accesses, so
+ * the loop has no branch on whether an access sampled something (matmul: one access in
+ * six, at random). Sampled pass alone, CPU time, best of 7, interleaved (matmul, gather,
+ * random_gather): branch per access 0.0625 / 0.0331 / 0.0738 s; a list of (access, width)
+ * entries by compress and store, chunks of 128 accesses 0.0567 / 0.0328 / 0.0715 s; this
+ * list, chunks of 256 0.0514 / 0.0300 / 0.0636 s (vpcompressq is slow on this Zen 4), of
+ * 1024 0.0489 / 0.0276 / 0.0583 s, of 4096 (a whole batch) 0.0477 / 0.0269 / 0.0571 s. */
+__attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_surface_builder *b,
+                                                                          const ms_batch *batch) {
+  const int widths = b->config.width_count;
+  const __mmask8 used = (__mmask8)((1u << widths) - 1);
+  const __m512i shift = _mm512_loadu_si512(b->lane_shift);
+  const __m512i salt = _mm512_loadu_si512(b->lane_salt);
+  /* product >> 40 < probe_limit iff product < probe_limit << 40 (probe_limit < 2^24) */
+  const __m512i limit = _mm512_set1_epi64((long long)(b->probe_limit << 40));
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m512i multiplier = _mm512_set1_epi64((long long)SAMPLE_MULTIPLIER);
+  __m512i span = _mm512_setzero_si512(), repeat = span;
+  uint64_t previous = b->previous_last, vector_accesses = 0;
+  uint64_t pending[SAMPLED_CHUNK];
+  if (!b->has_previous && batch->count > 0) {
+    previous = ~batch->accesses[0].address;
+    b->has_previous = 1;
+  }
+  /* the last lines of the previous access, per width */
+  __m512i previous_lines = _mm512_srlv_epi64(_mm512_set1_epi64((long long)previous), shift);
+  for (size_t start = 0; start < batch->count; start += SAMPLED_CHUNK) {
+    const size_t stop = batch->count - start < SAMPLED_CHUNK ? batch->count : start + SAMPLED_CHUNK;
+    size_t count = 0;
+    for (size_t n = start; n < stop; n++) {
+      const uint64_t first = batch->accesses[n].address, last = access_last(&batch->accesses[n]);
+      const __m512i line = _mm512_srlv_epi64(_mm512_set1_epi64((long long)first), shift);
+      const __m512i end = _mm512_srlv_epi64(_mm512_set1_epi64((long long)last), shift);
+      const __m512i lines_after = _mm512_sub_epi64(end, line);
+      if (__builtin_expect(_mm512_cmpgt_epu64_mask(lines_after, one) != 0, 0)) {
+        /* more than two lines: the pending lines first, then this one's one by one */
+        if (sample_pending(b, batch->accesses, pending, count) < 0) return MS_ERR_NOMEM;
+        count = 0;
+        for (int i = 0; i < widths; i++)
+          if (sample_access_width(b, i, first, last, previous) < 0) return MS_ERR_NOMEM;
+        previous = last;
+        previous_lines = end;
+        continue;
+      }
+      span = _mm512_add_epi64(span, lines_after);
+      const __mmask8 repeats = _mm512_cmpeq_epi64_mask(line, previous_lines);
+      repeat = _mm512_mask_add_epi64(repeat, repeats, repeat, one);
+      /* first line: sampled and not a repeat; last line: sampled and not the first */
+      const __m512i product = _mm512_mullo_epi64(_mm512_add_epi64(line, salt), multiplier);
+      const __mmask8 firsts = _mm512_mask_cmplt_epu64_mask(used & ~repeats, product, limit);
+      const __mmask8 seconds =
+          _mm512_mask_cmplt_epu64_mask(used & _mm512_test_epi64_mask(lines_after, lines_after),
+                                       _mm512_add_epi64(product, multiplier), limit);
+      const uint64_t masks = (uint64_t)seconds << 8 | firsts;
+      pending[count] = (uint64_t)n << 16 | masks;
+      count += masks != 0;
+      previous_lines = end;
+      previous = last;
+      vector_accesses++;
+    }
+    if (sample_pending(b, batch->accesses, pending, count) < 0) return MS_ERR_NOMEM;
+  }
+  uint64_t spans[8], repeat_counts[8];
+  _mm512_storeu_si512(spans, span);
+  _mm512_storeu_si512(repeat_counts, repeat);
+  for (int i = 0; i < widths; i++) {
+    b->lines[i] += spans[i] + vector_accesses;
+    b->repeats[i] += repeat_counts[i];
+  }
+  b->previous_last = previous;
+  return MS_OK;
+}
 #endif
 
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
@@ -548,7 +675,9 @@ int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   }
   if (b->sample_limit < (1u << 24)) {
 #ifdef SURFACE_AVX2
-    int rc = b->use_avx2 ? add_sampled_avx2(b, batch) : add_sampled_scalar(b, batch);
+    int rc = b->pass == SURFACE_PASS_AVX512 ? add_sampled_avx512(b, batch)
+             : b->pass == SURFACE_PASS_AVX2 ? add_sampled_avx2(b, batch)
+                                            : add_sampled_scalar(b, batch);
 #else
     int rc = add_sampled_scalar(b, batch);
 #endif

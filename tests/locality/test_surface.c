@@ -20,6 +20,7 @@
 #include "memsnap/error.h"
 #include "memsnap/surface.h"
 #include "testutil.h"
+#include "../../lib/locality/surface_internal.h"
 
 /* ---- brute force ---- */
 
@@ -460,40 +461,52 @@ static void test_shards_matmul_error(void **state) {
   free(accesses);
 }
 
-/* The sampled pass has an AVX2 version for up to 8 widths and a scalar one (any CPU, and
- * more widths); widths 4..512 are the same streams with the same salts in a 9-width grid
- * (4..1024, scalar pass) as in the default 8-width grid (AVX2 pass where the CPU has it),
- * so their results must be identical. Sizes up to 16 bytes also make accesses that span
- * more than two 4-byte lines (the vector pass hands those to the scalar code). */
+/* The sampled pass has AVX-512 and AVX2 versions for up to 8 widths and a scalar one (any
+ * CPU, and more widths); widths 4..512 are the same streams with the same salts in a 9-width
+ * grid (4..1024, scalar pass) as in the default 8-width grid, run here with each pass this
+ * CPU has, so their results must be identical. Sizes up to 16 bytes also make accesses that
+ * span more than two 4-byte lines (the vector passes hand those to the scalar code); the
+ * last run's batches of 10000 accesses span several of the AVX-512 pass's chunks. */
 static void test_shards_passes_agree(void **state) {
   (void)state;
   size_t count = 200000;
   ms_access *accesses = malloc(count * sizeof *accesses);
   assert_non_null(accesses);
   make_stream(accesses, count, 1u << 20, 0x40000);
-  static ms_surface surfaces[2];
-  for (int pass = 0; pass < 2; pass++) {
+  enum { RUNS = 5 };
+  static ms_surface surfaces[RUNS];
+  const surface_pass passes[RUNS] = {SURFACE_PASS_SCALAR, SURFACE_PASS_SCALAR, SURFACE_PASS_AVX2,
+                                     SURFACE_PASS_AVX512, SURFACE_PASS_AVX512};
+  const size_t batch_sizes[RUNS] = {1000, 1000, 1000, 1000, 10000};
+  for (int run = 0; run < RUNS; run++) {
     ms_surface_config config;
     ms_surface_config_default(&config);
     config.sample_rate = 0.05;
-    if (pass) config.widths[config.width_count++] = 1024;
+    if (run == 0) config.widths[config.width_count++] = 1024;
     ms_surface_builder *builder;
     assert_int_equal(ms_surface_builder_new(&config, &builder), MS_OK);
-    for (size_t start = 0; start < count; start += 1000) {
-      ms_batch batch = {accesses + start, 1000, 1000};
+    if (surface_builder_set_pass(builder, passes[run]) < 0) {
+      printf("sampled pass %d: not on this CPU\n", (int)passes[run]);
+      ms_surface_builder_free(builder);
+      surfaces[run] = surfaces[0];
+      continue;
+    }
+    for (size_t start = 0; start < count; start += batch_sizes[run]) {
+      ms_batch batch = {accesses + start, batch_sizes[run], batch_sizes[run]};
       assert_int_equal(ms_surface_builder_add(builder, &batch), MS_OK);
     }
-    ms_surface_builder_result(builder, &surfaces[pass]);
+    ms_surface_builder_result(builder, &surfaces[run]);
     ms_surface_builder_free(builder);
   }
-  for (int w = 0; w < 8; w++) {
-    assert_int_equal(surfaces[0].references[w], surfaces[1].references[w]);
-    assert_true(surfaces[0].references[w] > 0);
-    for (int k = 0; k <= surfaces[0].depth_count; k++)
-      assert_int_equal(surfaces[0].histogram[w][k], surfaces[1].histogram[w][k]);
-    for (int k = 0; k < surfaces[0].depth_count; k++)
-      assert_true(surfaces[0].hit_rate[w][k] == surfaces[1].hit_rate[w][k]);
-  }
+  for (int run = 1; run < RUNS; run++)
+    for (int w = 0; w < 8; w++) {
+      assert_int_equal(surfaces[0].references[w], surfaces[run].references[w]);
+      assert_true(surfaces[0].references[w] > 0);
+      for (int k = 0; k <= surfaces[0].depth_count; k++)
+        assert_int_equal(surfaces[0].histogram[w][k], surfaces[run].histogram[w][k]);
+      for (int k = 0; k < surfaces[0].depth_count; k++)
+        assert_true(surfaces[0].hit_rate[w][k] == surfaces[run].hit_rate[w][k]);
+    }
   free(accesses);
 }
 
