@@ -413,6 +413,18 @@ static void emit_body_unrolled(ms_access *out, uint64_t *address, const uint64_t
   }
 }
 
+/* values[j] as the first word of 2-word records repeated over the body's sites until a whole
+ * number of 4-record vectors is reached, plus 3 records for a vector starting at any phase;
+ * returns that number of records (the cycle of the copies). */
+static size_t fill_cycle(uint64_t *words, const uint64_t *values, uint32_t length) {
+  size_t cycle = length % 4 == 0 ? length : length % 2 == 0 ? 2 * length : 4 * length;
+  for (size_t i = 0, j = 0; i < cycle + 3; i++, j = j + 1 == length ? 0 : j + 1) {
+    words[2 * i] = values[j];
+    words[2 * i + 1] = 0;
+  }
+  return cycle;
+}
+
 /* k iterations of a body: the first `seed` from the table of their offsets, the rest by
  * copies; a few directly. */
 static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *step,
@@ -437,24 +449,35 @@ static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *ste
       table->first[2 * i + 1] = model[j];
     }
   }
-  size_t cycle = length % 4 == 0 ? length : length % 2 == 0 ? 2 * length : 4 * length;
   uint64_t words[2 * (4 * FLAT_MAX + 3)]; /* the addresses, repeated to whole vectors */
-  for (size_t i = 0, j = 0; i < cycle + 3; i++, j = j + 1 == length ? 0 : j + 1) {
-    words[2 * i] = address[j];
-    words[2 * i + 1] = 0;
-  }
+  size_t cycle = fill_cycle(words, address, length);
   copy_forward(out, table, words, cycle, period, (size_t)(k * length));
 }
 
-static size_t emit_linear(replay *r, ms_access *out, size_t space) {
+/* The flat group at the top of the order when one of its iterations has just ended and
+ * more are left: its frame, node, body and length (> 0); 0 when the order is elsewhere. */
+static int between_iterations(replay *r, ms_psnap_frame **top, const ms_psnap_node **group,
+                              const uint32_t **body, uint32_t *length) {
   ms_psnap_cursor *c = &r->order;
   if (!r->order_ready || c->depth == 0 || c->leaf_left) return 0;
-  ms_psnap_frame *top = &c->stack[c->depth - 1];
-  const ms_psnap_node *g = &c->expr->nodes[top->node];
-  int32_t start = r->body_start[top->node];
-  if (start < 0 || top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
-  uint32_t length = r->body_length[top->node];
-  const uint32_t *body = r->body_sites + start;
+  ms_psnap_frame *frame = &c->stack[c->depth - 1];
+  const ms_psnap_node *g = &c->expr->nodes[frame->node];
+  int32_t start = r->body_start[frame->node];
+  if (start < 0 || frame->child != g->count || frame->iteration + 1 >= g->repeat) return 0;
+  *length = r->body_length[frame->node];
+  if (*length == 0) return 0;
+  *top = frame;
+  *group = g;
+  *body = r->body_sites + start;
+  return 1;
+}
+
+static size_t emit_linear(replay *r, ms_access *out, size_t space) {
+  ms_psnap_frame *top;
+  const ms_psnap_node *g;
+  const uint32_t *body;
+  uint32_t length;
+  if (!between_iterations(r, &top, &g, &body, &length)) return 0;
   uint64_t k = g->repeat - top->iteration - 1;
   if (k > space / length) k = space / length;
   for (uint32_t j = 0; j < length; j++)
@@ -544,15 +567,11 @@ static int at_row_start(const replay_site *rs, uint64_t *row, uint64_t *rows) {
  * 1-3% slower for the tries, within the noise of one run). Each check is made again after
  * the first row, which may end elsewhere than predicted. */
 static size_t emit_rows(replay *r, ms_access *out, size_t space) {
-  ms_psnap_cursor *c = &r->order;
-  if (!r->order_ready || c->depth == 0 || c->leaf_left) return 0;
-  ms_psnap_frame *top = &c->stack[c->depth - 1];
-  const ms_psnap_node *g = &c->expr->nodes[top->node];
-  int32_t start = r->body_start[top->node];
-  if (start < 0 || top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
-  uint32_t length = r->body_length[top->node];
-  if (length == 0) return 0;
-  const uint32_t *body = r->body_sites + start;
+  ms_psnap_frame *top;
+  const ms_psnap_node *g;
+  const uint32_t *body;
+  uint32_t length;
+  if (!between_iterations(r, &top, &g, &body, &length)) return 0;
   uint64_t row, rows, site_row, site_rows;
   if (!at_row_start(&r->sites[body[0]], &row, &rows)) return 0;
   if (row * length < SEED_RECORDS || row * length > space / 2) return 0;
@@ -575,7 +594,6 @@ static size_t emit_rows(replay *r, ms_access *out, size_t space) {
     if (n == 0) return done;
     done += n;
   }
-  size_t cycle = length % 4 == 0 ? length : length % 2 == 0 ? 2 * length : 4 * length;
   uint64_t delta[2 * (4 * FLAT_MAX + 3)], sum[FLAT_MAX] = {0}; /* {0}: for clang-tidy */
   for (uint32_t j = 0; j < length; j++) {
     replay_site *rs = &r->sites[body[j]];
@@ -583,10 +601,7 @@ static size_t emit_rows(replay *r, ms_access *out, size_t space) {
       return done;
     sum[j] = (uint64_t)rs->strides.expr->sum[rs->strides.stack[rs->strides.depth - 1].node];
   }
-  for (size_t i = 0, j = 0; i < cycle + 3; i++, j = j + 1 == length ? 0 : j + 1) {
-    delta[2 * i] = sum[j];
-    delta[2 * i + 1] = 0;
-  }
+  size_t cycle = fill_cycle(delta, sum, length);
   copy_rows(out, delta, cycle, period, (size_t)(rows * period));
   for (uint32_t j = 0; j < length; j++) {
     replay_site *rs = &r->sites[body[j]];
