@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "memsnap/error.h"
@@ -125,9 +126,12 @@ void ms_psnap_filter_free(ms_psnap_filter *filter) {
 }
 
 /* 1 if the ELF file at `path` is a program (ET_EXEC, or ET_DYN with DF_1_PIE in its
- * dynamic section), 0 if not or if it cannot be read. */
+ * dynamic section), 0 if not or if it cannot be read. The path comes from a trace, which may
+ * name anything: only a regular file is opened (a FIFO would block, a device be read). */
 static int is_program_file(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return 0;
   elf_version(EV_CURRENT);
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

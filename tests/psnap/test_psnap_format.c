@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <zstd.h>
@@ -556,6 +558,41 @@ static void compressed_profiles(void **state) {
   ms_psnap_profile_free(&p);
 }
 
+/* The `executable` selection keeps the named program and any other object that is a
+ * program (env: a PIE), not shared libraries or the loader, nor what is not a regular file:
+ * a FIFO named by a trace must not block the check (the alarm fails the test if it does). */
+static void executable_selection_keeps_programs(void **state) {
+  (void)state;
+  char fifo[] = "/tmp/memsnap-fifo-XXXXXX";
+  int fd = mkstemp(fifo);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  ms_site_table *sites = ms_site_table_new();
+  const char *objects[] = {"/work/app",
+                           "/usr/bin/env",
+                           "/lib/x86_64-linux-gnu/libc.so.6",
+                           "/lib64/ld-linux-x86-64.so.2",
+                           fifo,
+                           "/dev/zero",
+                           "/nonexistent/x"};
+  const int kept[] = {1, 1, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 7; i++)
+    assert_true(ms_site_table_add(sites, 0x1000 + (uint64_t)i, objects[i], NULL, NULL, 0) == i);
+  ms_psnap_filter *filter;
+  assert_int_equal(ms_psnap_filter_new("executable /work/app", &filter), 0);
+  alarm(20);
+  for (uint32_t i = 0; i < 7; i++) {
+    int keep = ms_psnap_filter_keeps(filter, sites, i);
+    if (keep != kept[i]) fail_msg("%s: kept %d, expected %d", objects[i], keep, kept[i]);
+  }
+  alarm(0);
+  ms_psnap_filter_free(filter);
+  ms_site_table_free(sites);
+  unlink(fifo);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip_and_exact_replay),
@@ -567,6 +604,7 @@ int main(void) {
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
+      cmocka_unit_test(executable_selection_keeps_programs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -663,6 +663,7 @@ static Bool can_follow(const HChar *path) {
   SysRes res = VG_(stat)(path, &st);
   if (sr_isError(res)) return True;
   if (st.mode & (VKI_S_ISUID | VKI_S_ISGID)) return False;
+  if (!VKI_S_ISREG(st.mode)) return True; /* not opened (a FIFO would block): execve fails */
   res = VG_(open)(path, VKI_O_RDONLY, 0);
   if (sr_isError(res)) return True;
   UChar head[20];
