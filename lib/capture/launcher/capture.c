@@ -94,10 +94,9 @@ typedef struct capture_source {
   int exec_last;     /* an EXEC unit ended the last slot read: no slot came after it */
   /* Followed execs (Valgrind path): each image's tool numbers its sites and threads from 0;
    * here its site i is site_base + i, its thread 0 (the one that called execve) keeps
-   * exec_thread, and its thread t > 0 is thread_base + t - 1. */
+   * exec_thread, and its thread t > 0 is thread_base + t - 1 (info.execs counts them). */
   uint32_t site_base, thread_base;
   uint16_t exec_thread;
-  int followed;         /* execs followed so far */
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
   uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
@@ -299,7 +298,6 @@ static void start_image(capture_source *cs) {
   cs->site_base = ms_site_table_count(info->sites);
   cs->thread_base = info->thread_count;
   cs->exec_thread = cs->thread;
-  cs->followed++;
   cs->exec_last = 0;
   info->execs++;
   info->flags |= MS_STREAM_EXEC_FOLLOWED;
@@ -353,7 +351,7 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
   unsigned tag = unit_tag(cs->rt_layout, b);
   uint32_t site = unit_site(cs->rt_layout, b);
   if (tag == TAG_THREAD) {
-    if (cs->followed) a = a == 0 ? cs->exec_thread : (uint64_t)cs->thread_base + a - 1;
+    if (cs->base.info.execs) a = a == 0 ? cs->exec_thread : (uint64_t)cs->thread_base + a - 1;
     if (a > UINT16_MAX) return ms_error_set(MS_ERR_UNSUPPORTED, "capture: more than 65536 threads");
     cs->thread = (uint16_t)a;
     if (a + 1 > info->thread_count) info->thread_count = (uint32_t)a + 1;
