@@ -40,6 +40,8 @@ typedef struct ms_signature_config {
   uint32_t word;     /* word size in bytes: a power of two < width (default 4) */
   int per_site;      /* also bin the results per site (section 3.3.2) */
   uint64_t site_cap; /* per-site: accesses of a site sent to the model at most (0: no cap) */
+  double widths;     /* reuse CDFs of the narrower widths too (ms_signature.widths): 0 no,
+                        1 exact, in (0, 1) SHARDS sampling of lines at that rate */
 } ms_signature_config;
 
 /* One signature: the whole program, or the results binned for one site. Counts are
@@ -68,6 +70,15 @@ typedef struct ms_signature {
   uint64_t site_cap;
   int bin_count; /* bins[0] is the whole program; then one per site if per_site */
   ms_signature_bin *bins;
+  /* Reuse CDFs of the narrower widths (format 2, section TEMPORAL LOCALITY BY WIDTH), whole
+   * program only: level n (0..levels-1) is width word << n, its references and hits
+   * counted as `memsnap surface` counts them (one reference per line an access spans, an
+   * immediate repeat a hit at every depth), over the modeled accesses. The maximal width
+   * is bins[0]'s CDF. widths = 0: absent; 1: exact; in (0, 1): estimated by SHARDS
+   * sampling at that rate (counts then scaled, possibly fractional). */
+  double widths;
+  double width_references[MS_SIGNATURE_MAX_LEVELS];
+  double width_hits[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS];
 } ms_signature;
 
 /* The model: feed it accesses, read a signature. */
