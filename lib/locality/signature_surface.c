@@ -189,7 +189,7 @@ int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
   int rc = generator_init(&g, signature, bin_index);
   if (rc == MS_OK && !batch) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (int w = 0; rc == MS_OK && w < widths - 1; w++) {
-    ms_signature_config config = {signature->word << (w + 1), signature->word, 0, 0};
+    ms_signature_config config = {signature->word << (w + 1), signature->word, 0, 0, 0};
     rc = ms_signature_model_new(&config, &models[w]);
   }
   /* Warm-up: every line once, least recent first. */
