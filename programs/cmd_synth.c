@@ -149,6 +149,15 @@ int cmd_synth(int argc, char **argv) {
     printf("iterations %d, CDF error mean %.4f max %.4f, alpha error %.4f%s\n", seed->iterations,
            seed->mean_error, seed->max_error, seed->alpha_error,
            seed->unique ? " (unique-index)" : "");
+    if (seed->width_error >= 0)
+      printf("narrower widths: mean hit-rate error %.4f against the signature's width rows\n",
+             seed->width_error);
+    else if (!o.hand)
+      fprintf(stderr,
+              "memsnap synth: note: the signature has no width rows (memsnap signature "
+              "--widths), so the words follow the alphas alone: expect the seed's surface "
+              "to differ from the program's by a few %% at widths below %u bytes\n",
+              seed->width);
     status = 0;
   }
   ms_seed_free(seed);

@@ -61,6 +61,25 @@ static void revisits(const ms_signature_bin *bin, int levels,
     revisit[0][k] = levels > 1 ? revisit[1][k] : 1;
 }
 
+/* The share of each stack class (k = 0..16: position 1 or in (2^(k-1), 2^k]; 17: deeper or
+ * first) at each narrower width, from the signature's width rows; 0 if it has none. */
+static int width_targets(const ms_signature *signature,
+                         double target[][MS_SIGNATURE_DEPTHS + 1]) {
+  if (!(signature->widths > 0)) return 0;
+  for (int level = 0; level < signature->levels; level++) {
+    double references = signature->width_references[level], previous = 0;
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      double rate = references > 0 ? signature->width_hits[level][k] / references : 0;
+      if (rate < previous) rate = previous;
+      if (rate > 1) rate = 1;
+      target[level][k] = rate - previous;
+      previous = rate;
+    }
+    target[level][MS_SIGNATURE_DEPTHS] = 1 - previous;
+  }
+  return 1;
+}
+
 /* The target CDF and alphas of a bin, or MS_ERR_ARG with the reason no seed can match. */
 static int read_targets(const ms_signature *signature, int bin_index, double cdf[],
                         double alpha[][MS_SIGNATURE_DEPTHS],
@@ -130,10 +149,22 @@ int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_syn
   seed->unique = config->unique;
   memcpy(seed->target_cdf, target, sizeof target);
   uint8_t *bins = NULL;
-  rc = synth_blocks(target, config, words_per_block, seed, &bins);
+  double width_target[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS + 1];
+  int have_widths = bin_index == 0 && width_targets(signature, width_target);
+  synth_word_model *words = NULL;
+  if (have_widths && !config->unique)
+    rc = synth_word_model_new((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
+                              (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
+                              (const double(*)[MS_SIGNATURE_DEPTHS + 1])width_target,
+                              signature->levels, MS_SYNTH_LIST_BLOCKS, config->max_length,
+                              config->seed, &words);
+  if (rc == MS_OK) rc = synth_blocks(target, config, words_per_block, words, seed, &bins);
+  synth_word_model_free(words);
   if (rc == MS_OK)
     rc = synth_words((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
-                     (const double(*)[MS_SIGNATURE_DEPTHS])revisit, signature->levels, config, bins,
+                     (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
+                     have_widths ? (const double(*)[MS_SIGNATURE_DEPTHS + 1])width_target : NULL,
+                     signature->levels, config, bins,
                      seed);
   free(bins);
   if (rc == MS_OK) rc = signature_text(signature, &seed->signature_text);
