@@ -226,7 +226,7 @@ static void test_errors(void **state) {
   free(text);
   assert_int_equal(test_memsnap_in(dir, "show bad.sig"), 1);
   char *err = test_read_in(dir, "err");
-  assert_non_null(strstr(err, "bad.sig:22: bad number"));
+  assert_non_null(strstr(err, "bad.sig:23: bad number"));
   free(err);
   assert_int_equal(test_memsnap_in(dir, "show matmul.mtr"), 1);
   assert_int_equal(test_memsnap_in(dir, "signature --site-cap 5 matmul.mtr"), 2);
