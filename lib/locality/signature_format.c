@@ -425,7 +425,7 @@ static int parse_widths_header(cursor *c, ms_signature *s) {
     errno = 0;
     s->widths = strtod(rest + 7, &stop);
     if (errno || *stop || !(s->widths > 0 && s->widths < 1))
-      return fail(c, "bad SHARDS rate '%.40s' (in (0, 1))", rest + 7);
+      return fail(c, "bad 'Widths' SHARDS rate '%.40s' (in (0, 1))", rest + 7);
   } else {
     return fail(c, "bad 'Widths' value '%.40s' (no, exact or shards RATE)", rest);
   }
