@@ -8,7 +8,8 @@
  * trees of halves follow them; --sample-cold starts each interval cold as the
  * dissertation's tracer; --warmup feeds the end of each skipped run to the state without
  * counting it) and per-site bins; --widths adds the reuse CDFs of the narrower widths (whole
- * program, the modeled accesses), exact or by SHARDS sampling. Writes the .sig text format, or JSON with --json.
+ * program, the modeled accesses), exact or by SHARDS sampling. Writes the .sig text format,
+ * or JSON with --json.
  */
 #include <getopt.h>
 #include <stdio.h>

@@ -84,8 +84,8 @@ static int surface_of_signature(const char *command, const char *path, ms_surfac
   /* With the narrower widths' CDFs the rows are measured counts: their references too. */
   for (int i = 0; signature->widths > 0 && i < out->width_count; i++) {
     int level = i + skip;
-    double references =
-        level < signature->levels ? signature->width_references[level] : signature->bins[0].references;
+    double references = level < signature->levels ? signature->width_references[level]
+                                                  : signature->bins[0].references;
     out->references[i] = (uint64_t)llround(references);
   }
   out->accesses = signature->accesses_seen;

@@ -235,8 +235,8 @@ static json_object *json_widths(const ms_signature *signature) {
     for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
       double count = signature->width_hits[level][k];
       json_object_array_add(hits, json_count(count));
-      json_object_array_add(rates, references > 0 ? json_object_new_double(count / references)
-                                                  : NULL);
+      json_object_array_add(rates,
+                            references > 0 ? json_object_new_double(count / references) : NULL);
     }
     json_object_object_add(row, "hits", hits);
     json_object_object_add(row, "hit_rates", rates);
@@ -568,8 +568,7 @@ static int parse_widths(cursor *c, ms_signature *s) {
       if ((rc = parse_ratio(c, rest, &hits[k], &total)) < 0) return rc;
       if (total != *references)
         return fail(c, "total %.17g differs from References %.17g", total, *references);
-      if (k > 0 && hits[k] < hits[k - 1])
-        return fail(c, "hit counts must not decrease with depth");
+      if (k > 0 && hits[k] < hits[k - 1]) return fail(c, "hit counts must not decrease with depth");
     }
   }
   return MS_OK;
@@ -620,9 +619,9 @@ static int parse_bin(cursor *c, ms_signature *s, int index, ms_signature_bin *bi
   if (index == 0 && s->widths > 0) return parse_widths(c, s);
   if (next_line_is(c, SIG_WIDTHS_SECTION)) {
     next_line(c); /* the error names the section's line */
-    return fail(c, c->version < 2  ? "a version 1 signature has no section by width"
-                   : index > 0     ? "only the whole-program bin has a section by width"
-                                   : "a section by width, but the header says 'Widths : no'");
+    return fail(c, c->version < 2 ? "a version 1 signature has no section by width"
+                   : index > 0    ? "only the whole-program bin has a section by width"
+                                  : "a section by width, but the header says 'Widths : no'");
   }
   return MS_OK;
 }

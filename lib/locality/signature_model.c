@@ -294,8 +294,10 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
     return ms_error_set(MS_ERR_ARG, "signature: width / word may be at most 2^%d (width <= 1 GiB)",
                         MS_SIGNATURE_MAX_LEVELS);
   if (!(config->widths == 0 || config->widths == 1 || (config->widths > 0 && config->widths < 1)))
-    return ms_error_set(MS_ERR_ARG, "signature: widths %g must be 0 (none), 1 (exact) or a "
-                        "SHARDS rate in (0, 1)", config->widths);
+    return ms_error_set(MS_ERR_ARG,
+                        "signature: widths %g must be 0 (none), 1 (exact) or a "
+                        "SHARDS rate in (0, 1)",
+                        config->widths);
   ms_signature_model *model = calloc(1, sizeof *model);
   if (!model) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
   model->config = *config;
@@ -381,8 +383,8 @@ void ms_signature_model_forget(ms_signature_model *model) {
                  model->width_done_hits);
     ms_surface_builder_free(model->width_builder);
     model->width_builder = NULL;
-    model->width_status = width_builder_new(model->config.word, model->levels,
-                                            model->config.widths, &model->width_builder);
+    model->width_status = width_builder_new(model->config.word, model->levels, model->config.widths,
+                                            &model->width_builder);
   }
 }
 

@@ -270,7 +270,8 @@ static void surface_of_signature_equals_trace(const char *trace) {
   free(text);
   assert_int_equal(test_memsnap_in(dir, "surface --format csv -o from_trace.csv %s", trace), 0);
   assert_int_equal(test_memsnap_in(dir, "surface --format csv -o from_sig.csv widths.sig"), 0);
-  char *from_trace = test_read_in(dir, "from_trace.csv"), *from_sig = test_read_in(dir, "from_sig.csv");
+  char *from_trace = test_read_in(dir, "from_trace.csv"),
+       *from_sig = test_read_in(dir, "from_sig.csv");
   assert_non_null(from_trace);
   assert_non_null(from_sig);
   assert_non_null(strstr(from_trace, "\n4,1,4,"));
@@ -287,7 +288,8 @@ static void test_widths(void **state) {
   char *out = test_read_in(dir, "out");
   assert_non_null(strstr(out, "hit rates by width (exact)"));
   free(out);
-  assert_int_equal(test_memsnap_in(dir, "signature --widths-shards 0.1 -o shards.sig small.mtr"), 0);
+  assert_int_equal(test_memsnap_in(dir, "signature --widths-shards 0.1 -o shards.sig small.mtr"),
+                   0);
   assert_int_equal(test_memsnap_in(dir, "show shards.sig"), 0);
   out = test_read_in(dir, "out");
   assert_non_null(strstr(out, "SHARDS at rate 0.1"));

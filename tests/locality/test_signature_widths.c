@@ -58,8 +58,8 @@ static ms_signature *signature_of(const ms_access *accesses, size_t count, uint3
 }
 
 /* The exact surface of the accesses at widths word..width/2, depths 2^0..2^16. */
-static void exact_surface(const ms_access *accesses, size_t count, uint32_t width,
-                          uint32_t word, ms_surface *out) {
+static void exact_surface(const ms_access *accesses, size_t count, uint32_t width, uint32_t word,
+                          ms_surface *out) {
   ms_surface_config config;
   ms_surface_config_default(&config);
   config.width_count = 0;
@@ -127,10 +127,10 @@ static ms_access *mixed_trace(size_t count) {
     uint64_t address;
     uint8_t size = 4;
     switch (i / 1000 % 5) {
-    case 0: address = 0x100000 + i * 8; break;                           /* stream */
+    case 0: address = 0x100000 + i * 8; break;                                /* stream */
     case 1: address = 0x800000 + (i % 300) * 512 + (i / 300 % 16) * 4; break; /* column */
-    case 2: address = 0x2000000 + (x >> 40) % (1u << 20); break;       /* random */
-    case 3: address = 0x900000 + (i % 7) * 4; break;                   /* repeats */
+    case 2: address = 0x2000000 + (x >> 40) % (1u << 20); break;              /* random */
+    case 3: address = 0x900000 + (i % 7) * 4; break;                          /* repeats */
     default:
       address = 0x400000 + (x >> 33) % 4096 * 6 + 1; /* spanning */
       size = (uint8_t)((x >> 20) % 17);              /* 0..16, size 0 included */
@@ -383,8 +383,8 @@ static void test_rejections(void **state) {
   bad = edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "exceeds its total");
   free(bad);
-  snprintf(line, sizeof line, "  HitRate(2^3) = %.6g (%.17g/%.17g)\n",
-           hits[3] / references + 0.01, hits[3], references);
+  snprintf(line, sizeof line, "  HitRate(2^3) = %.6g (%.17g/%.17g)\n", hits[3] / references + 0.01,
+           hits[3], references);
   bad = edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "rate disagrees with its counts");
   free(bad);
@@ -533,16 +533,11 @@ static void test_derived_surface_reads_rows(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hand_worked),
-      cmocka_unit_test(test_oracle_exact_surface),
-      cmocka_unit_test(test_warm_track_forget),
-      cmocka_unit_test(test_shards_close),
-      cmocka_unit_test(test_bad_config),
-      cmocka_unit_test(test_round_trip),
-      cmocka_unit_test(test_v1_still_read),
-      cmocka_unit_test(test_rejections),
-      cmocka_unit_test(test_json_rows),
-      cmocka_unit_test(test_derived_surface_reads_rows),
+      cmocka_unit_test(test_hand_worked),       cmocka_unit_test(test_oracle_exact_surface),
+      cmocka_unit_test(test_warm_track_forget), cmocka_unit_test(test_shards_close),
+      cmocka_unit_test(test_bad_config),        cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_v1_still_read),     cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_json_rows),         cmocka_unit_test(test_derived_surface_reads_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
