@@ -1,5 +1,5 @@
 /* memsnap signature [--width 512] [--word 4] [--sample ON/OFF [--sample-cold] [--warmup N]]
- *                   [--per-site [--site-cap N]]
+ *                   [--per-site [--site-cap N]] [--widths | --widths-shards RATE]
  *                   [--json] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)
  *
  * Extracts the memory signature of a trace or a live program (memsnap/signature.h): the
@@ -7,7 +7,9 @@
  * interval sampling (by default the LRU order is kept across the skipped accesses and the
  * trees of halves follow them; --sample-cold starts each interval cold as the
  * dissertation's tracer; --warmup feeds the end of each skipped run to the state without
- * counting it) and per-site bins. Writes the .sig text format, or JSON with --json.
+ * counting it) and per-site bins; --widths adds the reuse CDFs of the narrower widths (whole
+ * program, the modeled accesses), exact or by SHARDS sampling. Writes the .sig text format,
+ * or JSON with --json.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -34,6 +36,9 @@ static void usage(FILE *to) {
           "                      update the model's state without being counted\n"
           "  --per-site          also one signature per site (results binned, state shared)\n"
           "  --site-cap N        with --per-site: model at most N accesses of each site\n"
+          "  --widths            also the reuse CDFs of the narrower widths (word..width/2),\n"
+          "                      whole program, exact (as `memsnap surface` counts them)\n"
+          "  --widths-shards RATE  the same estimated by SHARDS sampling at RATE in (0, 1)\n"
           "  --json              JSON instead of the .sig text format\n");
 }
 
@@ -73,6 +78,8 @@ static int parse_options(int argc, char **argv, signature_options *options) {
                                                {"warmup", required_argument, NULL, 'u'},
                                                {"per-site", no_argument, NULL, 'p'},
                                                {"site-cap", required_argument, NULL, 'c'},
+                                               {"widths", no_argument, NULL, 'x'},
+                                               {"widths-shards", required_argument, NULL, 'X'},
                                                {"json", no_argument, NULL, 'j'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
@@ -106,6 +113,17 @@ static int parse_options(int argc, char **argv, signature_options *options) {
       }
       cap_given = 1;
       break;
+    case 'x': options->config.widths = 1; break;
+    case 'X': {
+      char *end;
+      double rate = strtod(optarg, &end);
+      if (end == optarg || *end || !(rate > 0 && rate < 1)) {
+        cli_error(argv[0], "bad --widths-shards '%s' (a sampling rate in (0, 1))", optarg);
+        return 2;
+      }
+      options->config.widths = rate;
+      break;
+    }
     case 'j': options->json = 1; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);

@@ -1,6 +1,7 @@
 /* The surface of any input for the locality commands: see locality_cli.h. */
 #include "locality_cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,13 @@ static int surface_of_signature(const char *command, const char *path, ms_surfac
     out->widths[i] = derived.widths[i + skip];
     for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
       out->hit_rate[i][k] = derived.hit_rate[i + skip][k];
+  }
+  /* With the narrower widths' CDFs the rows are measured counts: their references too. */
+  for (int i = 0; signature->widths > 0 && i < out->width_count; i++) {
+    int level = i + skip;
+    double references = level < signature->levels ? signature->width_references[level]
+                                                  : signature->bins[0].references;
+    out->references[i] = (uint64_t)llround(references);
   }
   out->accesses = signature->accesses_seen;
   out->sample_rate = 1.0;

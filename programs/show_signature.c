@@ -1,6 +1,7 @@
 /* `memsnap show FILE.sig`: a readable summary of a memory signature (memsnap/signature.h):
  * the run, the reuse CDF as hit rates of fully-associative LRU caches, the alpha values
- * by reuse bin, and with per-site bins the sites that execute most. */
+ * by reuse bin, the narrower widths' hit rates when the signature has them, and with
+ * per-site bins the sites that execute most. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,33 @@ static void show_alpha(const ms_signature *s, const ms_signature_bin *bin) {
   printf("  (per-bin values in percent)\n");
 }
 
+/* The narrower widths' rows and the maximal width's CDF as `memsnap surface --format table`
+ * lays them out: widths as rows, depths 2^0..2^16 as columns. */
+static void show_widths(const ms_signature *s, const ms_signature_bin *bin) {
+  if (s->widths >= 1)
+    printf("\nhit rates by width (exact)");
+  else
+    printf("\nhit rates by width (narrower widths by SHARDS at rate %g)", s->widths);
+  printf(": rows width in bytes, columns depth in lines\n");
+  printf("%7s", "width");
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    printf(" %6u", 1u << k);
+  printf(" %12s\n", "references");
+  for (int level = 0; level <= s->levels; level++) {
+    int widest = level == s->levels;
+    double references = widest ? bin->references : s->width_references[level];
+    printf("%7" PRIu32, s->word << level);
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      double hits = widest ? bin->hits[k] : s->width_hits[level][k];
+      if (references > 0)
+        printf(" %6.4f", hits / references);
+      else
+        printf(" %6s", "NA");
+    }
+    printf(" %12.17g\n", references);
+  }
+}
+
 static int by_executions(const void *a, const void *b) {
   const ms_signature_bin *x = a, *y = b;
   return x->executions < y->executions ? 1 : x->executions > y->executions ? -1 : 0;
@@ -113,6 +141,7 @@ int show_signature(const char *command, const char *path, int json) {
     show_header(signature);
     show_cdf(signature, &signature->bins[0]);
     show_alpha(signature, &signature->bins[0]);
+    if (signature->widths > 0) show_widths(signature, &signature->bins[0]);
     if (signature->per_site && signature->bin_count > 1) show_sites(signature);
     rc = 0;
   }

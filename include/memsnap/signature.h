@@ -88,10 +88,13 @@ typedef struct ms_signature_model ms_signature_model;
 void ms_signature_config_default(ms_signature_config *config);
 int ms_signature_model_new(const ms_signature_config *config, ms_signature_model **out);
 void ms_signature_model_free(ms_signature_model *model);
-/* Sends accesses through the model (whatever their number; no per-access call needed). */
+/* Sends accesses through the model (whatever their number; no per-access call needed);
+ * with config.widths, also through the narrower widths' surface builder (they alone: not
+ * the warm-up or tracked accesses below). */
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count);
 /* Forgets every line's history (LRU order and trees), keeping the counts: the start of a
- * sampling interval (section 3.3.1). */
+ * sampling interval (section 3.3.1). The narrower widths start cold too (a new builder;
+ * if it cannot be allocated, the next ms_signature_model_add or _result fails). */
 void ms_signature_model_forget(ms_signature_model *model);
 /* The signature of everything added so far. `info` (may be NULL) gives the program, the
  * sampling and the sites' locations; `accesses_seen` is the stream's total (0: the

@@ -7,6 +7,11 @@
  * order and counts (17 reuse bins per level, levels = log2(width / word), one section per
  * bin) and checks that every printed rate and "Avg" agrees with its counts; blank lines
  * are ignored. Every error names the input and the line.
+ *
+ * Version 2 (written always; version 1 still read) adds the header line "Widths : no |
+ * exact | shards RATE" and, in the whole-program bin only, the section TEMPORAL LOCALITY
+ * BY WIDTH: one block of 17 HitRate lines per narrower width, increasing (present iff
+ * Widths is not no).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,7 +26,9 @@
 #include "memsnap/output.h"
 #include "memsnap/signature.h"
 
-#define SIG_MAGIC "memsnap signature 1"
+#define SIG_MAGIC "memsnap signature 2" /* written; "memsnap signature 1" is read too */
+#define SIG_MAGIC_V1 "memsnap signature 1"
+#define SIG_WIDTHS_SECTION "TEMPORAL LOCALITY BY WIDTH (Reuse Distance CDF of narrower lines):"
 #define SIG_LOCATION_MAX 4000 /* bytes of a site's location kept in the text */
 
 static int log2_of(uint64_t value) {
@@ -85,6 +92,17 @@ static void write_bin(FILE *out, const ms_signature *signature, const ms_signatu
     fprintf(out, "  Avg = ");
     write_ratio(out, yes, trials);
   }
+  if (bin->site == MS_SIGNATURE_ALL && signature->widths > 0) {
+    fprintf(out, SIG_WIDTHS_SECTION "\n");
+    for (int level = 0; level < signature->levels; level++) {
+      fprintf(out, "Width %" PRIu32 " : References %.17g\n", signature->word << level,
+              signature->width_references[level]);
+      for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+        fprintf(out, "  HitRate(2^%d) = ", k);
+        write_ratio(out, signature->width_hits[level][k], signature->width_references[level]);
+      }
+    }
+  }
 }
 
 int ms_signature_write_text(FILE *out, const ms_signature *signature) {
@@ -108,6 +126,12 @@ int ms_signature_write_text(FILE *out, const ms_signature *signature) {
   else
     fprintf(out, "Per site : no\n");
   fprintf(out, "Bins : %d\n", signature->bin_count);
+  if (signature->widths <= 0)
+    fprintf(out, "Widths : no\n");
+  else if (signature->widths >= 1)
+    fprintf(out, "Widths : exact\n");
+  else
+    fprintf(out, "Widths : shards %.17g\n", signature->widths);
   for (int i = 0; i < signature->bin_count; i++) {
     fprintf(out, "\n");
     write_bin(out, signature, &signature->bins[i]);
@@ -194,10 +218,38 @@ static json_object *json_bin(const ms_signature *signature, const ms_signature_b
   return object;
 }
 
+/* The narrower widths' CDFs: null, or the method, rate and one row per width. */
+static json_object *json_widths(const ms_signature *signature) {
+  if (signature->widths <= 0) return NULL;
+  json_object *object = json_object_new_object();
+  int exact = signature->widths >= 1;
+  json_object_object_add(object, "method", json_object_new_string(exact ? "exact" : "shards"));
+  json_object_object_add(object, "rate", json_object_new_double(signature->widths));
+  json_object *rows = json_object_new_array();
+  for (int level = 0; level < signature->levels; level++) {
+    json_object *row = json_object_new_object();
+    double references = signature->width_references[level];
+    json_object_object_add(row, "width", json_object_new_int64((int64_t)signature->word << level));
+    json_object_object_add(row, "references", json_count(references));
+    json_object *hits = json_object_new_array(), *rates = json_object_new_array();
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      double count = signature->width_hits[level][k];
+      json_object_array_add(hits, json_count(count));
+      json_object_array_add(rates,
+                            references > 0 ? json_object_new_double(count / references) : NULL);
+    }
+    json_object_object_add(row, "hits", hits);
+    json_object_object_add(row, "hit_rates", rates);
+    json_object_array_add(rows, row);
+  }
+  json_object_object_add(object, "rows", rows);
+  return object;
+}
+
 int ms_signature_write_json(FILE *out, const ms_signature *signature) {
   json_object *root = json_object_new_object();
   json_object_object_add(root, "format", json_object_new_string("memsnap signature"));
-  json_object_object_add(root, "version", json_object_new_int(1));
+  json_object_object_add(root, "version", json_object_new_int(2));
   json_object_object_add(root, "program",
                          signature->program ? json_object_new_string(signature->program) : NULL);
   json_object_object_add(root, "accesses_seen", json_object_new_uint64(signature->accesses_seen));
@@ -209,6 +261,7 @@ int ms_signature_write_json(FILE *out, const ms_signature *signature) {
   json_object_object_add(root, "word_size", json_object_new_int64(signature->word));
   json_object_object_add(root, "per_site", json_object_new_boolean(signature->per_site));
   json_object_object_add(root, "site_cap", json_object_new_uint64(signature->site_cap));
+  json_object_object_add(root, "widths", json_widths(signature));
   /* One bin at a time: a tree of every site's bins (150 objects each) cost seconds in
    * json-c's allocator for the 5000 sites of a small dynamically linked program. */
   const char *head =
@@ -229,6 +282,7 @@ int ms_signature_write_json(FILE *out, const ms_signature *signature) {
 /* ---- parser ---- */
 
 typedef struct cursor {
+  int version; /* 1 or 2 */
   const char *text, *end;
   const char *line; /* current line (not NUL-terminated) */
   size_t length;
@@ -357,11 +411,38 @@ static int parse_bin_count(cursor *c, const char *key, double *out) {
   return rc;
 }
 
+/* "Widths : no", "Widths : exact" or "Widths : shards RATE" (RATE in (0, 1)). */
+static int parse_widths_header(cursor *c, ms_signature *s) {
+  const char *rest;
+  int rc = expect(c, "Widths : ", &rest);
+  if (rc < 0) return rc;
+  if (strcmp(rest, "no") == 0) {
+    s->widths = 0;
+  } else if (strcmp(rest, "exact") == 0) {
+    s->widths = 1;
+  } else if (strncmp(rest, "shards ", 7) == 0 && isdigit((unsigned char)rest[7])) {
+    char *stop;
+    errno = 0;
+    s->widths = strtod(rest + 7, &stop);
+    if (errno || *stop || !(s->widths > 0 && s->widths < 1))
+      return fail(c, "bad 'Widths' SHARDS rate '%.40s' (in (0, 1))", rest + 7);
+  } else {
+    return fail(c, "bad 'Widths' value '%.40s' (no, exact or shards RATE)", rest);
+  }
+  return MS_OK;
+}
+
 static int parse_header(cursor *c, ms_signature *s) {
   const char *rest;
   int rc = next_line(c);
-  if (rc <= 0 || strcmp(c->buf, SIG_MAGIC) != 0)
-    return rc < 0 ? rc : fail(c, "not a memsnap signature (first line '" SIG_MAGIC "')");
+  if (rc > 0 && strcmp(c->buf, SIG_MAGIC_V1) == 0)
+    c->version = 1;
+  else if (rc > 0 && strcmp(c->buf, SIG_MAGIC) == 0)
+    c->version = 2;
+  else
+    return rc < 0 ? rc
+                  : fail(c, "not a memsnap signature (first line '" SIG_MAGIC_V1 "' or '" SIG_MAGIC
+                            "')");
   if ((rc = expect(c, "Program : ", &rest)) < 0) return rc;
   if (strcmp(rest, "?") != 0 && !(s->program = strdup(rest)))
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -417,7 +498,7 @@ static int parse_header(cursor *c, ms_signature *s) {
   s->bins = calloc(bins, sizeof *s->bins);
   if (!s->bins) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   s->bin_count = (int)bins;
-  return MS_OK;
+  return c->version >= 2 ? parse_widths_header(c, s) : MS_OK;
 }
 
 static int parse_bin_name(cursor *c, const ms_signature *s, int index, ms_signature_bin *bin) {
@@ -450,7 +531,50 @@ static int parse_bin_name(cursor *c, const ms_signature *s, int index, ms_signat
   return MS_OK;
 }
 
-static int parse_bin(cursor *c, const ms_signature *s, int index, ms_signature_bin *bin) {
+/* Whether the next non-blank line is `line`, the cursor left where it was. */
+static int next_line_is(cursor *c, const char *line) {
+  cursor saved = *c;
+  int rc = next_line(c);
+  int found = rc > 0 && strcmp(c->buf, line) == 0;
+  *c = saved;
+  return found;
+}
+
+/* The TEMPORAL LOCALITY BY WIDTH section of the whole-program bin: one block per level. */
+static int parse_widths(cursor *c, ms_signature *s) {
+  const char *rest;
+  int rc = expect(c, SIG_WIDTHS_SECTION, &rest);
+  if (rc < 0) return rc;
+  for (int level = 0; level < s->levels; level++) {
+    uint64_t width;
+    const char *end;
+    if ((rc = expect(c, "Width ", &rest)) < 0 || (rc = parse_u64(c, rest, &width, &end)) < 0)
+      return rc;
+    if (width != (uint64_t)s->word << level)
+      return fail(c, "width %" PRIu64 " out of order: expected Width %" PRIu64, width,
+                  (uint64_t)s->word << level);
+    static const char separator[] = " : References ";
+    if (strncmp(end, separator, sizeof separator - 1) != 0)
+      return fail(c, "expected 'Width %" PRIu64 " : References N'", width);
+    double *references = &s->width_references[level];
+    if ((rc = parse_count(c, end + sizeof separator - 1, references, &end)) < 0) return rc;
+    if (*end) return fail(c, "bad number '%.40s'", rest);
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      char key[32];
+      double total;
+      double *hits = s->width_hits[level];
+      snprintf(key, sizeof key, "HitRate(2^%d) = ", k);
+      if ((rc = expect(c, key, &rest)) < 0) return rc;
+      if ((rc = parse_ratio(c, rest, &hits[k], &total)) < 0) return rc;
+      if (total != *references)
+        return fail(c, "total %.17g differs from References %.17g", total, *references);
+      if (k > 0 && hits[k] < hits[k - 1]) return fail(c, "hit counts must not decrease with depth");
+    }
+  }
+  return MS_OK;
+}
+
+static int parse_bin(cursor *c, ms_signature *s, int index, ms_signature_bin *bin) {
   const char *rest;
   int rc = parse_bin_name(c, s, index, bin);
   if (rc < 0) return rc;
@@ -491,6 +615,13 @@ static int parse_bin(cursor *c, const ms_signature *s, int index, ms_signature_b
     if ((rc = parse_ratio(c, rest, &avg_yes, &avg_trials)) < 0) return rc;
     if (!rate_agrees(avg_yes, yes) || !rate_agrees(avg_trials, trials))
       return fail(c, "Avg counts differ from the sum of the reuse bins");
+  }
+  if (index == 0 && s->widths > 0) return parse_widths(c, s);
+  if (next_line_is(c, SIG_WIDTHS_SECTION)) {
+    next_line(c); /* the error names the section's line */
+    return fail(c, c->version < 2 ? "a version 1 signature has no section by width"
+                   : index > 0    ? "only the whole-program bin has a section by width"
+                                  : "a section by width, but the header says 'Widths : no'");
   }
   return MS_OK;
 }

@@ -84,6 +84,13 @@
  * - Interval sampling: the skipped accesses update the trees only (ms_signature_model_track:
  *   find the record, set the path's bits and the last word; no stack position, nothing
  *   counted), so that a node's history survives the gaps; see docs/formats.md (Accuracy).
+ * - The narrower widths (config.widths > 0): a cache surface builder (lib/locality/surface.c)
+ *   of widths word..width/2 and depths 2^0..2^16 is fed every batch given to
+ *   ms_signature_model_add (one test per batch when off), not the tracked or warming
+ *   accesses: with interval sampling its rows count the modeled intervals' accesses, its LRU
+ *   state carried across the gaps as if the skipped accesses were absent (with per-site
+ *   caps, every access given, capped ones included). ms_signature_model_forget folds its
+ *   counts into width_done and starts a new builder (surface.c has no reset).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +98,9 @@
 
 #include "memsnap/error.h"
 #include "memsnap/signature.h"
+#include "memsnap/surface.h"
 #include "signature_internal.h"
+#include "surface_internal.h"
 
 /* The whole-program loop has a variant for x86-64 CPUs with BMI2 and POPCNT (chosen per batch
  * with __builtin_cpu_supports) where a walk's outcome is gathered with PEXT; not on AMD Zen 1
@@ -186,6 +195,12 @@ struct ms_signature_model {
   uint64_t given;      /* accesses given to ms_signature_model_add, capped ones included */
   uint64_t slow_refs, last_count; /* the last batch: accesses outside the window, all */
   int portable;                   /* sig_model_set_portable: never the PEXT variant */
+  /* The narrower widths' reuse CDFs (config.widths > 0; NULL otherwise), and the counts of
+   * the builders that ms_signature_model_forget retired. */
+  ms_surface_builder *width_builder;
+  double width_done_references[MS_SIGNATURE_MAX_LEVELS];
+  double width_done_hits[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS];
+  int width_status; /* a new builder failed in ms_signature_model_forget: add reports it */
 };
 
 void ms_signature_config_default(ms_signature_config *config) {
@@ -193,6 +208,7 @@ void ms_signature_config_default(ms_signature_config *config) {
   config->word = 4;
   config->per_site = 0;
   config->site_cap = 0;
+  config->widths = 0;
 }
 
 static int log2_exact(uint64_t value) {
@@ -222,6 +238,51 @@ static uint64_t *table_new(size_t slots, size_t record_words) {
   return table;
 }
 
+/* The surface builder of the narrower widths: word << n for n < levels, depths 2^0..2^16,
+ * exact (rate 1) or SHARDS at `rate`. */
+static int width_builder_new(uint32_t word, int levels, double rate, ms_surface_builder **out) {
+  ms_surface_config config;
+  ms_surface_config_default(&config);
+  config.width_count = levels;
+  for (int n = 0; n < levels; n++)
+    config.widths[n] = word << n;
+  config.depth_count = MS_SIGNATURE_DEPTHS;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    config.depths[k] = 1ull << k;
+  config.sample_rate = rate;
+  int rc = ms_surface_builder_new(&config, out);
+  if (rc < 0) {
+    char reason[256];
+    snprintf(reason, sizeof reason, "%s", ms_error_message());
+    return ms_error_set(rc, "signature: the narrower widths: %s", reason);
+  }
+  return MS_OK;
+}
+
+/* Adds the narrower widths' counts of `builder` to references and hits: exact, the
+ * surface's own counts (hits at depth 2^k: its histogram's bins 0..k); SHARDS, the line
+ * references (counted exactly even when sampling) times the estimated hit rates. */
+static void width_counts(const ms_surface_builder *builder, int levels, double *references,
+                         double (*hits)[MS_SIGNATURE_DEPTHS]) {
+  ms_surface surface;
+  ms_surface_builder_result(builder, &surface);
+  for (int n = 0; n < levels; n++) {
+    if (surface.sample_rate >= 1.0) {
+      uint64_t below = 0;
+      references[n] += (double)surface.references[n];
+      for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+        below += surface.histogram[n][k];
+        hits[n][k] += (double)below;
+      }
+    } else {
+      double lines = (double)surface_builder_line_references(builder, n);
+      references[n] += lines;
+      for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+        hits[n][k] += surface.hit_rate[n][k] * lines;
+    }
+  }
+}
+
 int ms_signature_model_new(const ms_signature_config *config, ms_signature_model **out) {
   *out = NULL;
   int line_shift = log2_exact(config->width), word_shift = log2_exact(config->word);
@@ -232,9 +293,22 @@ int ms_signature_model_new(const ms_signature_config *config, ms_signature_model
   if (line_shift - word_shift > MS_SIGNATURE_MAX_LEVELS || line_shift > 30)
     return ms_error_set(MS_ERR_ARG, "signature: width / word may be at most 2^%d (width <= 1 GiB)",
                         MS_SIGNATURE_MAX_LEVELS);
+  if (!(config->widths == 0 || config->widths == 1 || (config->widths > 0 && config->widths < 1)))
+    return ms_error_set(MS_ERR_ARG,
+                        "signature: widths %g must be 0 (none), 1 (exact) or a "
+                        "SHARDS rate in (0, 1)",
+                        config->widths);
   ms_signature_model *model = calloc(1, sizeof *model);
   if (!model) return ms_error_set(MS_ERR_NOMEM, "out of memory for the signature model");
   model->config = *config;
+  if (config->widths > 0) {
+    int rc = width_builder_new(model->config.word, line_shift - word_shift, config->widths,
+                               &model->width_builder);
+    if (rc < 0) {
+      free(model);
+      return rc;
+    }
+  }
   model->levels = line_shift - word_shift;
   model->line_shift = (unsigned)line_shift;
   model->word_shift = (unsigned)word_shift;
@@ -291,6 +365,7 @@ void ms_signature_model_free(ms_signature_model *model) {
   free(model->sites);
   free(model->no_site);
   free(model->scratch);
+  ms_surface_builder_free(model->width_builder);
   free(model);
 }
 
@@ -303,6 +378,14 @@ void ms_signature_model_forget(ms_signature_model *model) {
   model->marked = 0;
   model->window_count = 0;
   memset(model->window_line, 0xff, sizeof model->window_line); /* UINT64_MAX: no line */
+  if (model->width_builder) { /* a new builder, the retired one's counts kept */
+    width_counts(model->width_builder, model->levels, model->width_done_references,
+                 model->width_done_hits);
+    ms_surface_builder_free(model->width_builder);
+    model->width_builder = NULL;
+    model->width_status = width_builder_new(model->config.word, model->levels, model->config.widths,
+                                            &model->width_builder);
+  }
 }
 
 static inline uint64_t *record_of(const ms_signature_model *model, uint32_t state) {
@@ -1143,7 +1226,19 @@ static int fast_cpu(void) {
 }
 #endif
 
+/* The narrower widths' builder sees the batch in place (an ms_batch pointing at it). */
+static int add_widths(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  if (!model->width_builder)
+    return ms_error_set(model->width_status, "signature: no builder for the narrower widths");
+  ms_batch batch = {(ms_access *)accesses, count, count};
+  return ms_surface_builder_add(model->width_builder, &batch);
+}
+
 int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count) {
+  if (__builtin_expect(model->config.widths > 0, 0) && !model->warming) {
+    int rc = add_widths(model, accesses, count);
+    if (rc < 0) return rc;
+  }
   if (model->walks && !model->config.per_site && !model->warming) {
     /* Prefetch when the last batch went outside the window for more than 1 access in 8. */
     int prefetch = model->slow_refs * 8 > model->last_count;
@@ -1295,6 +1390,18 @@ int ms_signature_model_result(const ms_signature_model *model, const ms_stream_i
       }
     }
     all->executions = (double)signature->accesses_seen;
+  }
+  if (model->config.widths > 0) {
+    if (!model->width_builder) {
+      ms_signature_free(signature);
+      return ms_error_set(model->width_status, "signature: no builder for the narrower widths");
+    }
+    signature->widths = model->config.widths;
+    memcpy(signature->width_references, model->width_done_references,
+           sizeof signature->width_references);
+    memcpy(signature->width_hits, model->width_done_hits, sizeof signature->width_hits);
+    width_counts(model->width_builder, model->levels, signature->width_references,
+                 signature->width_hits);
   }
   *out = signature;
   return MS_OK;

@@ -21,6 +21,9 @@
  * - Measurement: the stream is fed to the signature model at every width from the word
  *   size to the maximal width; the warm-up is subtracted. The maximal width's row is the
  *   signature's own CDF (the synthetic stream reproduces it up to O(1/N)).
+ * - A signature with the narrower widths' CDFs (signature->widths, whole program only): the
+ *   whole-program surface is read from them (hits / references; the maximal width from the
+ *   CDF) and nothing is generated; site bins are derived as above.
  * Approximation: alpha per reuse bin does not say which lines interleave with which, so
  * smaller widths are estimates; docs/formats.md gives the errors measured on the test
  * kernels against surfaces measured on the traces.
@@ -181,6 +184,20 @@ int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
       signature->levels > MS_SIGNATURE_MAX_LEVELS)
     return ms_error_set(MS_ERR_ARG, "derive surface: no such signature bin %d", bin_index);
   int widths = signature->levels + 1;
+  if (bin_index == 0 && signature->widths > 0) {
+    const ms_signature_bin *all = &signature->bins[0];
+    out->width_count = widths;
+    for (int w = 0; w < widths; w++) {
+      int widest = w == widths - 1;
+      double references = widest ? all->references : signature->width_references[w];
+      out->widths[w] = signature->word << w;
+      for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+        double hits = widest ? all->hits[k] : signature->width_hits[w][k];
+        out->hit_rate[w][k] = references > 0 ? hits / references : 0;
+      }
+    }
+    return MS_OK;
+  }
   ms_signature_model *models[MS_SIGNATURE_MAX_LEVELS + 1] = {0};
   uint64_t warm_hits[MS_SIGNATURE_MAX_LEVELS + 1][MS_SIGNATURE_DEPTHS] = {{0}};
   uint64_t warm_references[MS_SIGNATURE_MAX_LEVELS + 1] = {0};

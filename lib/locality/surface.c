@@ -687,6 +687,10 @@ int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   return MS_OK;
 }
 
+uint64_t surface_builder_line_references(const ms_surface_builder *builder, int width_index) {
+  return builder->lines[width_index];
+}
+
 /* The estimates of one sample of width i at `rate` (1: exact), in sampled units (x rate):
  * `repeats` (counted exactly, every depth hits), the references the -adj correction
  * expects (`total`, repeats included), its `adjust`ment and the modeled references. */

@@ -16,4 +16,8 @@ typedef enum surface_pass {
  * picks the fastest one the CPU has by itself. */
 int surface_builder_set_pass(ms_surface_builder *builder, surface_pass pass);
 
+/* Line references of width `width_index` so far (every line each access spans), counted
+ * exactly even when sampling: the total that sampled hit rates apply to. */
+uint64_t surface_builder_line_references(const ms_surface_builder *builder, int width_index);
+
 #endif

@@ -567,21 +567,21 @@ static void test_malformed_rejected(void **state) {
   size_t length;
   char *text = to_text(signature, &length);
   char *bad;
-  /* a bad number in a count (line 15: HitRate(2^0)) */
+  /* a bad number in a count (line 18: HitRate(2^0)) */
   bad = edited(text, "HitRate(2^0) = ", "(", "(x");
-  expect_rejected(bad, "bad.sig:17: bad number");
+  expect_rejected(bad, "bad.sig:18: bad number");
   free(bad);
   /* a rate that disagrees with its counts */
   bad = edited(text, "HitRate(2^16) = ", "0.", "0.1");
-  expect_rejected(bad, "bad.sig:33: rate disagrees");
+  expect_rejected(bad, "bad.sig:34: rate disagrees");
   free(bad);
   /* a missing section */
   bad = edited(text, NULL, "SPATIAL LOCALITY (Probability of Set Reuse):\n", "");
-  expect_rejected(bad, "bad.sig:34: expected 'SPATIAL LOCALITY");
+  expect_rejected(bad, "bad.sig:35: expected 'SPATIAL LOCALITY");
   free(bad);
   /* a wrong bin count: one reuse bin missing in P(2^2) */
   bad = edited(text, "P(2^2):", "  Reuse(2^16)", "  Avg-gone");
-  expect_rejected(bad, "bad.sig:52: expected 'Reuse(2^16) = '");
+  expect_rejected(bad, "bad.sig:53: expected 'Reuse(2^16) = '");
   free(bad);
   /* Avg not the sum of its bins */
   bad = edited(text, "P(2^4):", "  Avg = ", "  Avg = 0.5 (1/2) ");

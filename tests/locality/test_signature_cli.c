@@ -13,6 +13,11 @@
  *   whole pass old (initialisation to addition), which only the tracked gaps keep: with
  *   --sample-cold its level-2 alpha shifts by more than 0.05, checked too.
  * - Errors: a malformed .sig is refused with its name and line; bad options exit 2.
+ * - --widths: `memsnap surface` of the signature equals `memsnap surface` of the trace
+ *   byte for byte (csv: every width's hit rates and references; the narrower widths from
+ *   the signature's rows, the maximal one from its CDF) on matmul 40 and stencil2d 400;
+ *   --widths-shards gives a signature that reads back; rates outside (0, 1) exit 2 naming
+ *   the option.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -226,7 +231,7 @@ static void test_errors(void **state) {
   free(text);
   assert_int_equal(test_memsnap_in(dir, "show bad.sig"), 1);
   char *err = test_read_in(dir, "err");
-  assert_non_null(strstr(err, "bad.sig:22: bad number"));
+  assert_non_null(strstr(err, "bad.sig:23: bad number"));
   free(err);
   assert_int_equal(test_memsnap_in(dir, "show matmul.mtr"), 1);
   assert_int_equal(test_memsnap_in(dir, "signature --site-cap 5 matmul.mtr"), 2);
@@ -255,11 +260,55 @@ static void test_live(void **state) {
                    3);
 }
 
+static void surface_of_signature_equals_trace(const char *trace) {
+  assert_int_equal(test_memsnap_in(dir, "signature --widths -o widths.sig %s", trace), 0);
+  char *text = test_read_in(dir, "widths.sig");
+  assert_non_null(text);
+  assert_memory_equal(text, "memsnap signature 2\n", 20);
+  assert_non_null(strstr(text, "\nWidths : exact\n"));
+  assert_non_null(strstr(text, "\nWidth 256 : References "));
+  free(text);
+  assert_int_equal(test_memsnap_in(dir, "surface --format csv -o from_trace.csv %s", trace), 0);
+  assert_int_equal(test_memsnap_in(dir, "surface --format csv -o from_sig.csv widths.sig"), 0);
+  char *from_trace = test_read_in(dir, "from_trace.csv"),
+       *from_sig = test_read_in(dir, "from_sig.csv");
+  assert_non_null(from_trace);
+  assert_non_null(from_sig);
+  assert_non_null(strstr(from_trace, "\n4,1,4,"));
+  assert_string_equal(from_sig, from_trace);
+  free(from_trace);
+  free(from_sig);
+}
+
+static void test_widths(void **state) {
+  (void)state;
+  surface_of_signature_equals_trace("small.mtr");
+  surface_of_signature_equals_trace("stencil2d.mtr");
+  assert_int_equal(test_memsnap_in(dir, "show widths.sig"), 0);
+  char *out = test_read_in(dir, "out");
+  assert_non_null(strstr(out, "hit rates by width (exact)"));
+  free(out);
+  assert_int_equal(test_memsnap_in(dir, "signature --widths-shards 0.1 -o shards.sig small.mtr"),
+                   0);
+  assert_int_equal(test_memsnap_in(dir, "show shards.sig"), 0);
+  out = test_read_in(dir, "out");
+  assert_non_null(strstr(out, "SHARDS at rate 0.1"));
+  free(out);
+  static const char *bad[] = {"0", "2", "1", "0.5x", "-0.1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(test_memsnap_in(dir, "signature --widths-shards %s small.mtr", bad[i]), 2);
+    char *err = test_read_in(dir, "err");
+    assert_non_null(strstr(err, "--widths-shards"));
+    free(err);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cdf_equals_sim),  cmocka_unit_test(test_per_site_whole_equals_plain),
       cmocka_unit_test(test_show_round_trip), cmocka_unit_test(test_interval_sampling_accuracy),
       cmocka_unit_test(test_errors),          cmocka_unit_test(test_live),
+      cmocka_unit_test(test_widths),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
