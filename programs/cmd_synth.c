@@ -29,7 +29,7 @@ static void usage(FILE *to) {
           "  --min-length N       references before the first check (default 200000)\n"
           "  --max-length N       length cap of an iteration (default 1000000)\n"
           "  --check N            references between checks (default 10000)\n"
-          "  --max-error E        accepted mean and max CDF discrepancy (default 0.005)\n"
+          "  --max-error E        accepted mean and max CDF discrepancy (default 0.001)\n"
           "  --iterations N       block-phase iterations at most (default 5)\n"
           "  --improvement X      stop when an iteration improves less (default 0.0005)\n");
 }

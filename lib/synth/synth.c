@@ -19,8 +19,8 @@ void ms_synth_config_default(ms_synth_config *config) {
   config->min_length = 200000;
   config->max_length = 1000000;
   config->check_interval = 10000;
-  config->max_mean_error = 0.005;
-  config->max_max_error = 0.005;
+  config->max_mean_error = 0.001;
+  config->max_max_error = 0.001;
   config->max_iterations = 5;
   config->min_improvement = 0.0005;
   config->spatial_iterations = 5;
@@ -152,12 +152,16 @@ int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_syn
   double width_target[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS + 1];
   int have_widths = bin_index == 0 && width_targets(signature, width_target);
   synth_word_model *words = NULL;
-  if (have_widths && !config->unique)
+  /* blocks the word model may see: the list's, plus in unique mode a new physical block
+   * every words_per_block references to a virtual one */
+  uint64_t model_blocks =
+      MS_SYNTH_LIST_BLOCKS + (config->unique ? config->max_length / words_per_block + 1 : 0);
+  if (have_widths)
     rc = synth_word_model_new((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
                               (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
                               (const double(*)[MS_SIGNATURE_DEPTHS + 1])width_target,
-                              signature->levels, MS_SYNTH_LIST_BLOCKS, config->max_length,
-                              config->seed, &words);
+                              signature->levels, model_blocks, config->max_length, config->seed,
+                              config->unique, &words);
   if (rc == MS_OK) rc = synth_blocks(target, config, words_per_block, words, seed, &bins);
   synth_word_model_free(words);
   if (rc == MS_OK)

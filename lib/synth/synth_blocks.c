@@ -143,6 +143,8 @@ typedef struct physical_stack {
   uint32_t *dead;      /* Fenwick tree over times: latest references of dead blocks */
   uint32_t *last_time; /* per virtual block: time of its latest reference, 0 if none */
   uint32_t length, deaths;
+  uint32_t *model_block; /* with a word model: per virtual block, its physical block, */
+  uint32_t next;         /* numbered in order of first use as synth_words numbers them */
 } physical_stack;
 
 static void tree_add(uint32_t *tree, uint32_t length, uint32_t at, int32_t delta) {
@@ -201,6 +203,32 @@ static void count_hit(uint64_t hist[], uint32_t position) {
  * (1M references) about 4 -> 6.6 s per iteration. */
 #define BLOCK_CANDIDATES 8
 
+/* Unique mode: aim at the physical position: the dead blocks above the block at virtual
+ * `position` push it down, so step up by their count (once: they are sparse, one block in
+ * words_per_block references). */
+static uint32_t aim_physical(const lru_list *list, const physical_stack *physical,
+                             uint32_t position, int bin, uint32_t block) {
+  if (!physical->last_time[block]) return block;
+  uint32_t dead = dead_after(physical, physical->last_time[block]);
+  if (dead && position > dead) {
+    uint32_t up = position - dead, candidate = lru_at(list, up);
+    uint32_t at =
+        physical->last_time[candidate] ? up + dead_after(physical, physical->last_time[candidate])
+                                       : 0;
+    if (at > (bin ? 1u << (bin - 1) : 0) && at <= position) return candidate;
+  }
+  return block;
+}
+
+/* The word model's score of a reference to virtual block `block`: in unique mode, of its
+ * physical block, or 0 (every half cold, the gains' origin) when it moves to a new one. */
+static double model_score(synth_word_model *words, int unique, const physical_stack *physical,
+                          const uint32_t *visits, uint32_t words_per_block, uint32_t block) {
+  if (!unique) return synth_word_model_score(words, block);
+  if (visits[block] % words_per_block == 0) return 0;
+  return synth_word_model_score(words, physical->model_block[block]);
+}
+
 static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visits,
                         const double target[], const double aim[], const ms_synth_config *config,
                         uint32_t words_per_block, synth_word_model *words, attempt *a) {
@@ -216,35 +244,27 @@ static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visi
   }
   a->length = 0;
   if (words) synth_word_model_reset(words);
+  physical->next = 0;
   for (uint64_t i = 0; i < config->max_length; i++) {
     int bin;
     uint32_t position = draw_position(synth_uniform(&random), aim, &random, &bin);
     if (position > MS_SYNTH_LIST_BLOCKS) position = MS_SYNTH_LIST_BLOCKS;
     uint32_t block = lru_at(list, position);
-    if (config->unique && position < MS_SYNTH_LIST_BLOCKS && physical->last_time[block]) {
-      /* aim at the physical position: the dead blocks above it push a virtual position
-       * down, so step up by their count (once: they are sparse, one block in
-       * words_per_block references) */
-      uint32_t dead = dead_after(physical, physical->last_time[block]);
-      if (dead && position > dead) {
-        uint32_t up = position - dead, candidate = lru_at(list, up);
-        uint32_t at = physical->last_time[candidate]
-                          ? up + dead_after(physical, physical->last_time[candidate])
-                          : 0;
-        if (at > (bin ? 1u << (bin - 1) : 0) && at <= position) block = candidate;
-      }
-    }
+    if (config->unique && position < MS_SYNTH_LIST_BLOCKS)
+      block = aim_physical(list, physical, position, bin, block);
     if (words) {
-      /* plain seeds with width aims: of a few positions drawn in the same reuse bin, the
-       * block whose best word serves the narrower widths' aims most */
+      /* with width aims: of a few positions drawn in the same reuse bin, the block whose
+       * best word serves the narrower widths' aims most */
       synth_word_model_next(words);
       if (bin >= 2 && position < MS_SYNTH_LIST_BLOCKS) {
-        double best = synth_word_model_score(words, block);
+        double best = model_score(words, config->unique, physical, visits, words_per_block, block);
         uint32_t low = 1u << (bin - 1);
         for (int c = 1; c < BLOCK_CANDIDATES; c++) {
           uint32_t other = low + 1 + (uint32_t)(synth_uniform(&random) * low);
           uint32_t candidate = lru_at(list, other);
-          double score = synth_word_model_score(words, candidate);
+          if (config->unique) candidate = aim_physical(list, physical, other, bin, candidate);
+          double score =
+              model_score(words, config->unique, physical, visits, words_per_block, candidate);
           if (score > best) {
             best = score;
             block = candidate;
@@ -252,7 +272,12 @@ static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visi
           }
         }
       }
-      synth_word_model_commit(words, block, bin);
+      uint32_t model_block = block;
+      if (config->unique) {
+        if (visits[block] % words_per_block == 0) physical->model_block[block] = physical->next++;
+        model_block = physical->model_block[block];
+      }
+      synth_word_model_commit(words, model_block, bin);
     }
     if (config->unique)
       count_hit(hist, physical_reference(physical, block, (uint32_t)i + 1,
@@ -297,7 +322,9 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
     physical.marks = calloc((size_t)config->max_length + 1, sizeof *physical.marks);
     physical.dead = calloc((size_t)config->max_length + 1, sizeof *physical.dead);
     physical.last_time = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *physical.last_time);
-    if (rc == MS_OK && (!physical.marks || !physical.dead || !physical.last_time))
+    physical.model_block = calloc(MS_SYNTH_LIST_BLOCKS, sizeof *physical.model_block);
+    if (rc == MS_OK &&
+        (!physical.marks || !physical.dead || !physical.last_time || !physical.model_block))
       rc = ms_error_set(MS_ERR_NOMEM, "synth: out of memory");
   }
   best.blocks = malloc(config->max_length * sizeof *best.blocks);
@@ -312,8 +339,7 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
   best.max_error = INFINITY;
   int iterations = 0;
   while (rc == MS_OK && iterations < config->max_iterations) {
-    run_attempt(&list, &physical, visits, target, aim, config, words_per_block,
-                config->unique ? NULL : words, &trial);
+    run_attempt(&list, &physical, visits, target, aim, config, words_per_block, words, &trial);
     iterations++;
     double current[MS_SIGNATURE_DEPTHS];
     memcpy(current, trial.cdf, sizeof current);
@@ -346,6 +372,7 @@ int synth_blocks(const double target[], const ms_synth_config *config, uint32_t 
   free(physical.marks);
   free(physical.dead);
   free(physical.last_time);
+  free(physical.model_block);
   lru_free(&list);
   return rc;
 }

@@ -39,7 +39,8 @@ int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
 int synth_word_model_new(const double alpha[][MS_SIGNATURE_DEPTHS],
                          const double revisit[][MS_SIGNATURE_DEPTHS],
                          const double (*width_target)[MS_SIGNATURE_DEPTHS + 1], int levels,
-                         uint64_t blocks, uint64_t length, uint64_t seed, synth_word_model **out);
+                         uint64_t blocks, uint64_t length, uint64_t seed, int unique,
+                         synth_word_model **out);
 void synth_word_model_reset(synth_word_model *m);
 void synth_word_model_next(synth_word_model *m);
 double synth_word_model_score(synth_word_model *m, uint32_t block);

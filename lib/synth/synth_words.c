@@ -452,12 +452,13 @@ struct synth_word_model {
   word_state s;
   double aim[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS];
   uint64_t blocks;
+  int unique;
 };
 
 int synth_word_model_new(const double alpha[][MS_SIGNATURE_DEPTHS],
                          const double revisit[][MS_SIGNATURE_DEPTHS],
                          const double (*width_target)[MS_SIGNATURE_DEPTHS + 1], int levels,
-                         uint64_t blocks, uint64_t length, uint64_t seed,
+                         uint64_t blocks, uint64_t length, uint64_t seed, int unique,
                          synth_word_model **out) {
   *out = NULL;
   synth_word_model *m = calloc(1, sizeof *m);
@@ -472,10 +473,13 @@ int synth_word_model_new(const double alpha[][MS_SIGNATURE_DEPTHS],
   memcpy(s->revisit, revisit, sizeof s->revisit);
   memcpy(m->aim, alpha, sizeof m->aim);
   m->blocks = blocks;
+  m->unique = unique;
   s->visited = malloc(blocks * s->tree_bytes);
   s->last = malloc(blocks * s->tree_bytes);
-  int rc = s->visited && s->last ? alloc_widths(s, blocks, length)
-                                 : ms_error_set(MS_ERR_NOMEM, "synth: out of memory");
+  if (unique) s->free_leaves = malloc(blocks * 2 * s->words_per_block * sizeof(uint16_t));
+  int rc = s->visited && s->last && (!unique || s->free_leaves)
+               ? alloc_widths(s, blocks, length)
+               : ms_error_set(MS_ERR_NOMEM, "synth: out of memory");
   if (rc < 0) {
     synth_word_model_free(m);
     return rc;
@@ -486,29 +490,32 @@ int synth_word_model_new(const double alpha[][MS_SIGNATURE_DEPTHS],
 }
 
 void synth_word_model_reset(synth_word_model *m) {
-  reset_block_trees(&m->s, m->blocks, 0);
+  reset_block_trees(&m->s, m->blocks, m->unique);
   reset_widths(&m->s, m->blocks);
   m->s.now = 0;
 }
 
 void synth_word_model_next(synth_word_model *m) {
   m->s.now++;
-  width_gains(&m->s, 0);
+  width_gains(&m->s, m->unique);
 }
 
 double synth_word_model_score(synth_word_model *m, uint32_t block) {
   double value[2 * (1u << MS_SIGNATURE_MAX_LEVELS)];
-  return width_values(&m->s, block, NULL, value);
+  const uint16_t *free_leaves =
+      m->unique ? m->s.free_leaves + (size_t)block * 2 * m->s.words_per_block : NULL;
+  return width_values(&m->s, block, free_leaves, value);
 }
 
 void synth_word_model_commit(synth_word_model *m, uint32_t block, int bin) {
-  choose_word(&m->s, (const double(*)[MS_SIGNATURE_DEPTHS])m->aim, block, bin, 0);
+  choose_word(&m->s, (const double(*)[MS_SIGNATURE_DEPTHS])m->aim, block, bin, m->unique);
 }
 
 void synth_word_model_free(synth_word_model *m) {
   if (!m) return;
   free(m->s.visited);
   free(m->s.last);
+  free(m->s.free_leaves);
   for (int level = 0; level < MS_SIGNATURE_MAX_LEVELS; level++) {
     free(m->s.width_bits[level]);
     free(m->s.width_last[level]);

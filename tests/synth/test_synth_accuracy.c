@@ -5,13 +5,14 @@
  * depths) and `memsnap sim --all-catalog` (the 46 hierarchies of Table 4.2 of
  * chameleon-weinberg-dissertation-2008.txt): the oracle is the program itself.
  *
- * Asserted, per kernel: the 512-byte width (the signature's CDF) within 0.005 for plain
- * seeds; mean absolute errors at most the figures measured when the bounds were set
+ * Asserted, per kernel (signatures with the width rows, `signature --widths`): issue 6's
+ * 1% bar on the surface (met by every kernel), the 512-byte width within 0.002 for plain
+ * seeds, and mean absolute errors at most the figures measured when the bounds were set
  * (docs/proxy.md, "How close a seed comes") plus a margin for the run-to-run variation of
  * the recorded trace (Valgrind under another directory and environment: surface 0.001,
- * L1 0.002, L2 0.025 measured). Issue 6's bars (1% surface, 1% L1 and L2, 2% for
- * unique-index seeds) are printed next to the figures; most kernels do not meet them
- * (docs/proxy.md says why, with measurements). */
+ * L1 0.002, L2 0.025 measured). The other bars (1% L1 and L2, 2% for unique-index seeds)
+ * are printed next to the figures; docs/proxy.md says why some kernels miss them. The
+ * dissertation's signature without width rows is checked on one kernel. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,25 +113,25 @@ typedef struct kernel_case {
 } kernel_case;
 
 static const kernel_case cases[] = {
-    {"gather", "20000", .033, .013, .017, .020, 1, .058, .018, .005},
-    {"matmul", "40", .035, .014, .003, .069, 0, 0, 0, 0},
-    {"stencil2d", "60", .040, .008, .011, .167, 0, 0, 0, 0},
-    {"stream_add", "20000", .086, .009, .137, .315, 0, 0, 0, 0},
-    {"linked_list", "5000", .043, .012, .011, .020, 0, 0, 0, 0},
-    {"random_gather", "65536 50000", .044, .017, .046, .039, 0, 0, 0, 0},
-    {"spmv", "6000", .084, .014, .055, .259, 1, .045, .016, .006},
-    {"transpose", "150", .065, .020, .064, .168, 0, 0, 0, 0},
-    {"stencil3d", "24", .050, .015, .009, .201, 0, 0, 0, 0},
-    {"matmul_blocked", "48", .037, .003, .001, .090, 0, 0, 0, 0},
-    {"threads4", "", .054, .012, .009, .078, 0, 0, 0, 0},
+    {"gather", "20000", .0002, .0003, .0018, .041, 1, .049, .011, .005},
+    {"matmul", "40", .0039, .0019, .0021, .068, 0, 0, 0, 0},
+    {"stencil2d", "60", .0034, .0007, .0047, .091, 0, 0, 0, 0},
+    {"stream_add", "20000", .0039, .0016, .1216, .204, 0, 0, 0, 0},
+    {"linked_list", "5000", .0008, .0002, .0064, .025, 0, 0, 0, 0},
+    {"random_gather", "65536 50000", .0005, .0005, .0027, .009, 0, 0, 0, 0},
+    {"spmv", "6000", .0039, .0020, .0073, .071, 1, .025, .008, .006},
+    {"transpose", "150", .0048, .0021, .0173, .061, 0, 0, 0, 0},
+    {"stencil3d", "24", .0043, .0019, .0016, .037, 0, 0, 0, 0},
+    {"matmul_blocked", "48", .0072, .0015, .0012, .052, 0, 0, 0, 0},
+    {"threads4", "", .0001, .0001, .0005, .007, 0, 0, 0, 0},
 #ifdef MEMSNAP_KERNEL_CXX
-    {"vector_sort", "2000", .033, .014, .006, .080, 0, 0, 0, 0},
+    {"vector_sort", "2000", .0001, .0001, .0004, .013, 0, 0, 0, 0},
 #endif
 };
 
-#define SURFACE_MARGIN 0.005
-#define L1_MARGIN 0.01
-#define L2_MARGIN 0.05
+#define SURFACE_MARGIN 0.002
+#define L1_MARGIN 0.005
+#define L2_MARGIN 0.03
 
 static const char *bar(double value, double limit) { return value <= limit ? "met" : "not met"; }
 
@@ -139,7 +140,8 @@ static void check_case(const char *dir, const kernel_case *c) {
   test_kernel(c->kernel, path, sizeof path);
   assert_int_equal(
       test_memsnap_in(dir, "record --quiet -o %s.mtr -- %s %s", c->kernel, path, c->args), 0);
-  assert_int_equal(test_memsnap_in(dir, "signature %s.mtr -o %s.sig", c->kernel, c->kernel), 0);
+  assert_int_equal(
+      test_memsnap_in(dir, "signature --widths %s.mtr -o %s.sig", c->kernel, c->kernel), 0);
   assert_int_equal(test_memsnap_in(dir, "synth %s.sig -o %s.seed", c->kernel, c->kernel), 0);
   char program[300], seed[300];
   snprintf(program, sizeof program, "%s.mtr", c->kernel);
@@ -149,7 +151,8 @@ static void check_case(const char *dir, const kernel_case *c) {
          "issue 6 bars: surface %s, L1 %s, L2 %s\n",
          c->kernel, e.surface, e.wide, e.w512, e.l1, e.l2, bar(e.surface, 0.01), bar(e.l1, 0.01),
          bar(e.l2, 0.01));
-  assert_true(e.w512 <= 0.005 + 1e-9);
+  assert_true(e.w512 <= 0.002 + 1e-9);
+  assert_true(e.surface <= 0.01); /* issue 6's bar, met by every kernel */
   assert_true(e.surface <= c->surface + SURFACE_MARGIN);
   assert_true(e.wide <= c->wide + SURFACE_MARGIN);
   assert_true(e.l1 <= c->l1 + L1_MARGIN);
@@ -169,6 +172,30 @@ static void check_case(const char *dir, const kernel_case *c) {
   assert_true(e.wide <= c->u_wide + SURFACE_MARGIN);
 }
 
+/* The dissertation's signature alone (no width rows): the seed follows the alphas at the
+ * narrower widths; bounds as measured (docs/proxy.md), plus the margins. */
+static void test_seed_without_width_rows(void **state) {
+  (void)state;
+  char *dir = test_tempdir();
+  char path[1024];
+  test_kernel("gather", path, sizeof path);
+  assert_int_equal(test_memsnap_in(dir, "record --quiet -o g.mtr -- %s 20000", path), 0);
+  assert_int_equal(test_memsnap_in(dir, "signature g.mtr -o g.sig"), 0);
+  assert_int_equal(test_memsnap_in(dir, "synth g.sig -o g.seed"), 0);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "no width rows (memsnap signature --widths)"));
+  free(err);
+  errors e = measure(dir, "g.mtr", "g.seed");
+  printf("gather          alphas: surface %.4f (widths 64-512 %.4f), 512 max %.4f, L1 %.4f, L2 "
+         "%.4f\n",
+         e.surface, e.wide, e.w512, e.l1, e.l2);
+  assert_true(e.w512 <= 0.002 + 1e-9);
+  assert_true(e.surface <= 0.034 + SURFACE_MARGIN);
+  assert_true(e.wide <= 0.015 + SURFACE_MARGIN);
+  assert_true(e.l1 <= 0.029 + L1_MARGIN);
+  test_rmdir(dir);
+}
+
 static void test_kernel_seed_accuracy(void **state) {
   (void)state;
   char *dir = test_tempdir();
@@ -179,6 +206,7 @@ static void test_kernel_seed_accuracy(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_seed_without_width_rows),
       cmocka_unit_test(test_kernel_seed_accuracy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
