@@ -4,7 +4,8 @@
 #      x.mtr -- KERNEL ARGS` on the large kernel sizes of bench/run.sh, best of 3 runs each
 #      (target <= 1.3x: the model must not be the bottleneck of the Valgrind capture)
 #   2. the model alone: signature of a recorded trace vs `memsnap sim` of one 32 KiB 8-way
-#      level on the same trace (both decode the trace; reported, no target)
+#      level on the same trace (both decode the trace; reported, no target), and the same
+#      signature with the narrower widths' rows, exact and by SHARDS at 0.01
 #   3. the model alone on the trace held in memory (bench_signature): ns per access and the
 #      ratio to a loop over the same records (target: well under 10 ns per access)
 # Usage: bench/run-signature.sh BUILD_DIR
@@ -48,13 +49,18 @@ awk -v s="$sum" -v n="$n" \
 
 echo
 echo "== signature model vs one-level sim on the recorded traces (seconds) =="
-printf "%-12s %12s %8s %10s %10s\n" kernel accesses sim signature sig/sim
+echo "   +widths: signature --widths (exact rows of widths 4..256), +shards: --widths-shards 0.01"
+printf "%-12s %12s %8s %10s %10s %9s %9s %10s\n" kernel accesses sim signature sig/sim \
+  +widths +shards shards/sig
 for c in "${cases[@]}"; do
   name=${c%% *}
   accesses=$("$memsnap" info "$work/$name.mtr" | sed -n 's/^accesses: *\([0-9]*\).*/\1/p')
   sim=$(seconds "$memsnap" sim --hierarchy 32k/64/8 "$work/$name.mtr")
   sig=$(seconds "$memsnap" signature -o "$work/$name.trace.sig" "$work/$name.mtr")
-  printf "%-12s %12s %8s %10s %9sx\n" "$name" "$accesses" "$sim" "$sig" "$(ratio "$sig" "$sim")"
+  wid=$(seconds "$memsnap" signature --widths -o "$work/$name.w.sig" "$work/$name.mtr")
+  sha=$(seconds "$memsnap" signature --widths-shards 0.01 -o "$work/$name.s.sig" "$work/$name.mtr")
+  printf "%-12s %12s %8s %10s %9sx %9s %9s %9sx\n" "$name" "$accesses" "$sim" "$sig" \
+    "$(ratio "$sig" "$sim")" "$wid" "$sha" "$(ratio "$sha" "$sig")"
 done
 
 echo

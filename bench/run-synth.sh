@@ -2,7 +2,8 @@
 # Synthetic traces and the pointer-chasing benchmark (lib/synth, lib/bench), measured in
 # this one run:
 #   1. seed generation from a 17-depth signature (gather 200000): seconds per block-phase
-#      iteration (target <= 10 s) and seed size (target: a few MB, <= 4 MB)
+#      iteration (target <= 10 s) and seed size (target: a few MB, <= 4 MB), without and
+#      with the narrower widths' rows (signature --widths)
 #   2. memsnap bench on a hand-written random unique seed, footprint 256 MiB (8x this
 #      machine's 32 MiB LLC): memory operations per second for ILP 1, 2, 4, 8, 16 and the
 #      ratio ILP 4 / ILP 1 (target >= 2x)
@@ -31,6 +32,18 @@ bytes=$(stat -c %s "$work/gather.seed")
 awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" 'BEGIN {
   printf "seed generation: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", b - a, n, (b - a) / n
   printf "seed size: %.2f MB (target <= 4 MB)\n", s / 1e6 }'
+# the same with the width rows (signature --widths): the words aimed at them, the block
+# phase choosing among 8 blocks per reference (lib/synth/synth_words.c)
+"$memsnap" signature --widths "$work/gather.mtr" -o "$work/gather.w.sig"
+t0=$(date +%s.%N)
+"$memsnap" synth "$work/gather.w.sig" --max-error 0 --iterations 3 -o "$work/gather.w.seed" >"$work/synth.out"
+t1=$(date +%s.%N)
+iterations=$(sed -n 's/^iterations \([0-9]*\),.*/\1/p' "$work/synth.out")
+bytes=$(stat -c %s "$work/gather.w.seed")
+awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" 'BEGIN {
+  printf "seed generation with width rows: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", b - a, n, (b - a) / n
+  printf "seed size with width rows: %.2f MB (target <= 4 MB)\n", s / 1e6 }'
+sed -n 's/^narrower widths: /seed with width rows, narrower widths: /p' "$work/synth.out"
 
 echo "== bench: random pattern, footprint 256 MiB =="
 "$memsnap" synth --hand random --unique -o "$work/random.useed" >/dev/null
