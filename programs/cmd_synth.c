@@ -1,5 +1,6 @@
 /* memsnap synth SIGNATURE.sig -o SEED [--unique] [--seed N] [--bin N] [--footprint F]
  *              [--min-length N] [--max-length N] [--check N] [--max-error E]
+ *              [--max-width-error E]
  *              [--iterations N] [--improvement X]
  * memsnap synth --hand random|stride [--width W] [--word W] --footprint F -o SEED
  *
@@ -30,6 +31,8 @@ static void usage(FILE *to) {
           "  --max-length N       length cap of an iteration (default 1000000)\n"
           "  --check N            references between checks (default 10000)\n"
           "  --max-error E        accepted mean and max CDF discrepancy (default 0.001)\n"
+          "  --max-width-error E  with width rows: accepted mean hit-rate error of the\n"
+          "                       narrower widths (default 0.002)\n"
           "  --iterations N       block-phase iterations at most (default 5)\n"
           "  --improvement X      stop when an iteration improves less (default 0.0005)\n");
 }
@@ -64,6 +67,7 @@ static int parse_options(int argc, char **argv, synth_options *o) {
                                                {"max-length", required_argument, NULL, 'M'},
                                                {"check", required_argument, NULL, 'c'},
                                                {"max-error", required_argument, NULL, 'e'},
+                                               {"max-width-error", required_argument, NULL, 'E'},
                                                {"iterations", required_argument, NULL, 'i'},
                                                {"improvement", required_argument, NULL, 'I'},
                                                {"help", no_argument, NULL, 'h'},
@@ -89,6 +93,10 @@ static int parse_options(int argc, char **argv, synth_options *o) {
     case 'e':
       if (parse_rate(argv[0], "--max-error", optarg, &o->config.max_max_error) < 0) return 2;
       o->config.max_mean_error = o->config.max_max_error;
+      continue;
+    case 'E':
+      if (parse_rate(argv[0], "--max-width-error", optarg, &o->config.max_width_error) < 0)
+        return 2;
       continue;
     case 'I':
       if (parse_rate(argv[0], "--improvement", optarg, &o->config.min_improvement) < 0) return 2;

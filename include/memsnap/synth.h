@@ -37,6 +37,8 @@ typedef struct ms_synth_config {
   uint64_t check_interval; /* references between checks (default 10,000) */
   double max_mean_error;   /* accepted mean |target - achieved| over the CDF (0.001) */
   double max_max_error;    /* accepted max |target - achieved| (0.001) */
+  double max_width_error;  /* with width rows: accepted mean |target - achieved| hit rate of
+                              the narrower widths (0.002) */
   int max_iterations;      /* re-aimings at most (default 5) */
   double min_improvement;  /* stop when an iteration improves the max error less (0.0005) */
   int spatial_iterations;  /* unique mode: alpha re-aimings at most (default 5) */

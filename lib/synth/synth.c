@@ -21,6 +21,7 @@ void ms_synth_config_default(ms_synth_config *config) {
   config->check_interval = 10000;
   config->max_mean_error = 0.001;
   config->max_max_error = 0.001;
+  config->max_width_error = 0.002;
   config->max_iterations = 5;
   config->min_improvement = 0.0005;
   config->spatial_iterations = 5;
@@ -32,7 +33,8 @@ static int check_config(const ms_synth_config *c) {
   if (c->check_interval == 0) return ms_error_set(MS_ERR_ARG, "synth: check interval is 0");
   if (c->max_iterations < 1 || c->spatial_iterations < 1)
     return ms_error_set(MS_ERR_ARG, "synth: iterations must be at least 1");
-  if (!(c->max_mean_error >= 0) || !(c->max_max_error >= 0) || !(c->min_improvement >= 0))
+  if (!(c->max_mean_error >= 0) || !(c->max_max_error >= 0) || !(c->min_improvement >= 0) ||
+      !(c->max_width_error >= 0))
     return ms_error_set(MS_ERR_ARG, "synth: error bounds must be >= 0");
   return MS_OK;
 }

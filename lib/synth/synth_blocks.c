@@ -292,7 +292,9 @@ static void run_attempt(lru_list *list, physical_stack *physical, uint32_t *visi
     if (a->length >= config->min_length && a->length % config->check_interval == 0) {
       achieved_cdf(hist, a->length, a->cdf);
       cdf_errors(target, a->cdf, &a->mean_error, &a->max_error);
-      if (a->mean_error <= config->max_mean_error && a->max_error <= config->max_max_error) return;
+      if (a->mean_error <= config->max_mean_error && a->max_error <= config->max_max_error &&
+          (!words || synth_word_model_error(words) <= config->max_width_error))
+        return;
     }
   }
   achieved_cdf(hist, a->length, a->cdf);

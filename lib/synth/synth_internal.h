@@ -45,6 +45,8 @@ void synth_word_model_reset(synth_word_model *m);
 void synth_word_model_next(synth_word_model *m);
 double synth_word_model_score(synth_word_model *m, uint32_t block);
 void synth_word_model_commit(synth_word_model *m, uint32_t block, int bin);
+/* Mean |target - achieved| hit rate of the narrower widths so far. */
+double synth_word_model_error(const synth_word_model *m);
 void synth_word_model_free(synth_word_model *m);
 
 #endif

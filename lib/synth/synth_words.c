@@ -522,3 +522,5 @@ void synth_word_model_free(synth_word_model *m) {
   }
   free(m);
 }
+
+double synth_word_model_error(const synth_word_model *m) { return width_error(&m->s); }

@@ -217,6 +217,8 @@ static void test_errors_and_bench(void **state) {
                    0);
   expect_error(dir, 2, "unknown hand signature", "synth --hand zigzag -o x.seed");
   expect_error(dir, 2, "no output", "synth --hand random");
+  expect_error(dir, 2, "bad --max-width-error '1.5'",
+               "synth --hand random --max-width-error 1.5 -o x.seed");
   expect_error(dir, 2, "not a unique-index seed", "bench r.seed --ops 1000");
   expect_error(dir, 2, "--ilp 21 out of range", "bench r.useed --ilp 21");
   assert_int_equal(test_memsnap_in(dir, "dump r.seed --limit 10 --format din"), 0);
