@@ -199,8 +199,17 @@ static void test_seed_without_width_rows(void **state) {
 static void test_kernel_seed_accuracy(void **state) {
   (void)state;
   char *dir = test_tempdir();
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+#if MEMSNAP_SANITIZED
+    /* under the sanitizers (3-4x slower) four kernels: the figures are the release run's
+     * to check, the sanitizers look at the code paths, which these cover (plain and
+     * unique seeds, regular and irregular kernels) */
+    if (strcmp(cases[i].kernel, "gather") && strcmp(cases[i].kernel, "matmul") &&
+        strcmp(cases[i].kernel, "stencil2d") && strcmp(cases[i].kernel, "linked_list"))
+      continue;
+#endif
     check_case(dir, &cases[i]);
+  }
   test_rmdir(dir);
 }
 
