@@ -58,8 +58,8 @@ typedef struct ms_seed {
   double target_cdf[MS_SIGNATURE_DEPTHS], achieved_cdf[MS_SIGNATURE_DEPTHS];
   double mean_error, max_error; /* achieved CDF against the target */
   double alpha_error;           /* mean |target - achieved| alpha, weighted by trials */
-  double width_error; /* signature with width rows: mean |target - achieved| hit rate over
-                         the narrower widths x 17 depths; -1 without */
+  double width_error;           /* signature with width rows: mean |target - achieved| hit rate over
+                                   the narrower widths x 17 depths; -1 without */
   char *signature_text;         /* the target signature, .sig text */
 } ms_seed;
 

@@ -65,8 +65,7 @@ static void revisits(const ms_signature_bin *bin, int levels,
 
 /* The share of each stack class (k = 0..16: position 1 or in (2^(k-1), 2^k]; 17: deeper or
  * first) at each narrower width, from the signature's width rows; 0 if it has none. */
-static int width_targets(const ms_signature *signature,
-                         double target[][MS_SIGNATURE_DEPTHS + 1]) {
+static int width_targets(const ms_signature *signature, double target[][MS_SIGNATURE_DEPTHS + 1]) {
   if (!(signature->widths > 0)) return 0;
   for (int level = 0; level < signature->levels; level++) {
     double references = signature->width_references[level], previous = 0;
@@ -159,19 +158,17 @@ int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_syn
   uint64_t model_blocks =
       MS_SYNTH_LIST_BLOCKS + (config->unique ? config->max_length / words_per_block + 1 : 0);
   if (have_widths)
-    rc = synth_word_model_new((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
-                              (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
-                              (const double(*)[MS_SIGNATURE_DEPTHS + 1])width_target,
-                              signature->levels, model_blocks, config->max_length, config->seed,
-                              config->unique, &words);
+    rc = synth_word_model_new(
+        (const double(*)[MS_SIGNATURE_DEPTHS])alpha, (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
+        (const double(*)[MS_SIGNATURE_DEPTHS + 1]) width_target, signature->levels, model_blocks,
+        config->max_length, config->seed, config->unique, &words);
   if (rc == MS_OK) rc = synth_blocks(target, config, words_per_block, words, seed, &bins);
   synth_word_model_free(words);
   if (rc == MS_OK)
     rc = synth_words((const double(*)[MS_SIGNATURE_DEPTHS])alpha,
                      (const double(*)[MS_SIGNATURE_DEPTHS])revisit,
-                     have_widths ? (const double(*)[MS_SIGNATURE_DEPTHS + 1])width_target : NULL,
-                     signature->levels, config, bins,
-                     seed);
+                     have_widths ? (const double(*)[MS_SIGNATURE_DEPTHS + 1]) width_target : NULL,
+                     signature->levels, config, bins, seed);
   free(bins);
   if (rc == MS_OK) rc = signature_text(signature, &seed->signature_text);
   if (rc < 0) {

@@ -212,9 +212,9 @@ static uint32_t aim_physical(const lru_list *list, const physical_stack *physica
   uint32_t dead = dead_after(physical, physical->last_time[block]);
   if (dead && position > dead) {
     uint32_t up = position - dead, candidate = lru_at(list, up);
-    uint32_t at =
-        physical->last_time[candidate] ? up + dead_after(physical, physical->last_time[candidate])
-                                       : 0;
+    uint32_t at = physical->last_time[candidate]
+                      ? up + dead_after(physical, physical->last_time[candidate])
+                      : 0;
     if (at > (bin ? 1u << (bin - 1) : 0) && at <= position) return candidate;
   }
   return block;

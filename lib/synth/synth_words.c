@@ -117,7 +117,7 @@ static void width_touch(word_state *s, int level, uint64_t index) {
     if (t && t > boundary[k]) continue; /* was among the 2^k: the set keeps its size */
     if (!t && s->width_marks[level] <= (1u << k)) continue; /* not full yet */
     if (boundary[k] == 0) boundary[k] = next_mark(bits, 0); /* the oldest mark */
-    boundary[k] = next_mark(bits, boundary[k]); /* the oldest leaves the set */
+    boundary[k] = next_mark(bits, boundary[k]);             /* the oldest leaves the set */
   }
 }
 
@@ -366,7 +366,9 @@ int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
                 const double revisit[][MS_SIGNATURE_DEPTHS],
                 const double (*width_target)[MS_SIGNATURE_DEPTHS + 1], int levels,
                 const ms_synth_config *config, const uint8_t *bins, ms_seed *seed) {
-  word_state s = {.levels = levels, .words_per_block = 1u << levels, .seed = config->seed,
+  word_state s = {.levels = levels,
+                  .words_per_block = 1u << levels,
+                  .seed = config->seed,
                   .width_target = width_target};
   memcpy(s.revisit, revisit, sizeof s.revisit);
   s.tree_bytes = 2 * s.words_per_block / 8 + 1; /* nodes and leaves */
