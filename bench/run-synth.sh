@@ -24,25 +24,24 @@ trap 'rm -rf "$work"' EXIT
 echo "== synth: seed generation =="
 "$memsnap" record -o "$work/gather.mtr" -- "$build/tests/programs/gather" 200000 >/dev/null 2>&1
 "$memsnap" signature "$work/gather.mtr" -o "$work/gather.sig"
-t0=$(date +%s.%N)
-"$memsnap" synth "$work/gather.sig" --max-error 0 --iterations 3 -o "$work/gather.seed" >"$work/synth.out"
-t1=$(date +%s.%N)
-iterations=$(sed -n 's/^iterations \([0-9]*\),.*/\1/p' "$work/synth.out")
-bytes=$(stat -c %s "$work/gather.seed")
-awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" 'BEGIN {
-  printf "seed generation: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", b - a, n, (b - a) / n
-  printf "seed size: %.2f MB (target <= 4 MB)\n", s / 1e6 }'
+# seconds per block-phase iteration and seed size of `synth SIG --max-error 0 --iterations 3`
+# (every iteration runs to the million-reference cap); LABEL prefixes the lines
+generation() {
+  local sig=$1 seed=$2 label=$3 t0 t1 iterations bytes
+  t0=$(date +%s.%N)
+  "$memsnap" synth "$sig" --max-error 0 --iterations 3 -o "$seed" >"$work/synth.out"
+  t1=$(date +%s.%N)
+  iterations=$(sed -n 's/^iterations \([0-9]*\),.*/\1/p' "$work/synth.out")
+  bytes=$(stat -c %s "$seed")
+  awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" -v l="$label" 'BEGIN {
+    printf "seed generation%s: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", l, b - a, n, (b - a) / n
+    printf "seed size%s: %.2f MB (target <= 4 MB)\n", l, s / 1e6 }'
+}
+generation "$work/gather.sig" "$work/gather.seed" ""
 # the same with the width rows (signature --widths): the words aimed at them, the block
 # phase choosing among 8 blocks per reference (lib/synth/synth_words.c)
 "$memsnap" signature --widths "$work/gather.mtr" -o "$work/gather.w.sig"
-t0=$(date +%s.%N)
-"$memsnap" synth "$work/gather.w.sig" --max-error 0 --iterations 3 -o "$work/gather.w.seed" >"$work/synth.out"
-t1=$(date +%s.%N)
-iterations=$(sed -n 's/^iterations \([0-9]*\),.*/\1/p' "$work/synth.out")
-bytes=$(stat -c %s "$work/gather.w.seed")
-awk -v a="$t0" -v b="$t1" -v n="$iterations" -v s="$bytes" 'BEGIN {
-  printf "seed generation with width rows: %.2f s for %d iterations of 1M references: %.2f s per iteration (target <= 10 s)\n", b - a, n, (b - a) / n
-  printf "seed size with width rows: %.2f MB (target <= 4 MB)\n", s / 1e6 }'
+generation "$work/gather.w.sig" "$work/gather.w.seed" " with width rows"
 sed -n 's/^narrower widths: /seed with width rows, narrower widths: /p' "$work/synth.out"
 
 echo "== bench: random pattern, footprint 256 MiB =="

@@ -99,6 +99,26 @@ static inline int test_program_line(const char *source, const char *text) {
   return found ? number : 0;
 }
 
+/* A copy of `text` with the first `from` after `after` (NULL: from the start) replaced by
+ * `to`; aborts the test if either is not found. The caller frees it. */
+static inline char *test_edited(const char *text, const char *after, const char *from,
+                                const char *to) {
+  const char *start = after ? strstr(text, after) : text;
+  if (start && after) start += strlen(after);
+  const char *at = start ? strstr(start, from) : NULL;
+  if (!at) {
+    fprintf(stderr, "test_edited: '%s' not found after '%s'\n", from, after ? after : "");
+    abort();
+  }
+  size_t head = (size_t)(at - text);
+  char *result = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
+  if (!result) abort();
+  memcpy(result, text, head);
+  strcpy(result + head, to);
+  strcat(result, at + strlen(from));
+  return result;
+}
+
 /* The whole of dir/name (NULL if it cannot be read). */
 static inline char *test_read_in(const char *dir, const char *name) {
   char path[1024];

@@ -536,22 +536,6 @@ static void test_json_same_numbers(void **state) {
   ms_signature_free(signature);
 }
 
-/* Replaces the first occurrence of `from` after `after` in text by `to`. */
-static char *edited(const char *text, const char *after, const char *from, const char *to) {
-  const char *start = after ? strstr(text, after) : text;
-  assert_non_null(start);
-  if (after) start += strlen(after);
-  const char *at = strstr(start, from);
-  assert_non_null(at);
-  size_t length = strlen(text) - strlen(from) + strlen(to);
-  char *result = malloc(length + 1);
-  size_t head = (size_t)(at - text);
-  memcpy(result, text, head);
-  strcpy(result + head, to);
-  strcat(result, at + strlen(from));
-  return result;
-}
-
 static void expect_rejected(const char *text, const char *line_message) {
   ms_signature *parsed = (ms_signature *)1;
   assert_int_equal(ms_signature_parse(text, strlen(text), "bad.sig", &parsed), MS_ERR_FORMAT);
@@ -568,23 +552,23 @@ static void test_malformed_rejected(void **state) {
   char *text = to_text(signature, &length);
   char *bad;
   /* a bad number in a count (line 18: HitRate(2^0)) */
-  bad = edited(text, "HitRate(2^0) = ", "(", "(x");
+  bad = test_edited(text, "HitRate(2^0) = ", "(", "(x");
   expect_rejected(bad, "bad.sig:18: bad number");
   free(bad);
   /* a rate that disagrees with its counts */
-  bad = edited(text, "HitRate(2^16) = ", "0.", "0.1");
+  bad = test_edited(text, "HitRate(2^16) = ", "0.", "0.1");
   expect_rejected(bad, "bad.sig:34: rate disagrees");
   free(bad);
   /* a missing section */
-  bad = edited(text, NULL, "SPATIAL LOCALITY (Probability of Set Reuse):\n", "");
+  bad = test_edited(text, NULL, "SPATIAL LOCALITY (Probability of Set Reuse):\n", "");
   expect_rejected(bad, "bad.sig:35: expected 'SPATIAL LOCALITY");
   free(bad);
   /* a wrong bin count: one reuse bin missing in P(2^2) */
-  bad = edited(text, "P(2^2):", "  Reuse(2^16)", "  Avg-gone");
+  bad = test_edited(text, "P(2^2):", "  Reuse(2^16)", "  Avg-gone");
   expect_rejected(bad, "bad.sig:53: expected 'Reuse(2^16) = '");
   free(bad);
   /* Avg not the sum of its bins */
-  bad = edited(text, "P(2^4):", "  Avg = ", "  Avg = 0.5 (1/2) ");
+  bad = test_edited(text, "P(2^4):", "  Avg = ", "  Avg = 0.5 (1/2) ");
   expect_rejected(bad, "bad.sig:");
   free(bad);
   /* truncated */
@@ -596,10 +580,10 @@ static void test_malformed_rejected(void **state) {
   /* a bin count the input cannot hold is refused before any allocation */
   signature = example_signature(1);
   text = to_text(signature, &length);
-  bad = edited(text, NULL, "Bins : 5", "Bins : 99999999");
+  bad = test_edited(text, NULL, "Bins : 5", "Bins : 99999999");
   expect_rejected(bad, "bad.sig:10: 99999999 bins announced");
   free(bad);
-  bad = edited(text, NULL, "Bins : 5", "Bins : 6");
+  bad = test_edited(text, NULL, "Bins : 5", "Bins : 6");
   expect_rejected(bad, "'Bin: none' must be the last bin");
   free(bad);
   free(text);

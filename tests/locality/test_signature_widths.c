@@ -26,6 +26,7 @@
 #include "memsnap/error.h"
 #include "memsnap/signature.h"
 #include "memsnap/surface.h"
+#include "testutil.h"
 
 static ms_access access_at(uint64_t address, uint8_t size, uint32_t site) {
   ms_access access = {0};
@@ -279,19 +280,6 @@ static void test_round_trip(void **state) {
   free(trace);
 }
 
-/* Replaces the first `from` found after `after` (NULL: the start) by `to`. */
-static char *edited(const char *text, const char *after, const char *from, const char *to) {
-  const char *start = after ? strstr(text, after) : text;
-  assert_non_null(start);
-  const char *at = strstr(start, from);
-  assert_non_null(at);
-  char *result = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
-  memcpy(result, text, (size_t)(at - text));
-  strcpy(result + (at - text), to);
-  strcat(result, at + strlen(from));
-  return result;
-}
-
 /* 1-based line of the first `needle` after `after` (NULL: the start). */
 static int line_of(const char *text, const char *after, const char *needle) {
   const char *start = after ? strstr(text, after) : text;
@@ -325,8 +313,8 @@ static void test_v1_still_read(void **state) {
   char *v2 = to_text(signature);
   assert_non_null(strstr(v2, "\nBins : 5\nWidths : no\n\nBin: all\n"));
   /* version 1: the magic, and no Widths line */
-  char *v1_magic = edited(v2, NULL, "memsnap signature 2\n", "memsnap signature 1\n");
-  char *v1 = edited(v1_magic, NULL, "Widths : no\n", "");
+  char *v1_magic = test_edited(v2, NULL, "memsnap signature 2\n", "memsnap signature 1\n");
+  char *v1 = test_edited(v1_magic, NULL, "Widths : no\n", "");
   ms_signature *old = parsed(v1);
   char *written = to_text(old);
   assert_string_equal(written, v2);
@@ -338,7 +326,7 @@ static void test_v1_still_read(void **state) {
     assert_memory_equal(old->bins[i].yes, signature->bins[i].yes, sizeof old->bins[i].yes);
   }
   /* a version 2 text needs its Widths line; a version 1 text has none */
-  char *no_widths = edited(v2, NULL, "Widths : no\n", "");
+  char *no_widths = test_edited(v2, NULL, "Widths : no\n", "");
   expect_rejected(no_widths, line_of(no_widths, NULL, "Bin: all"), "expected 'Widths : '");
   free(no_widths);
   free(written);
@@ -359,17 +347,17 @@ static void test_rejections(void **state) {
   char *text = to_text(signature), *bad, line[160];
   const char *block8 = "Width 8 : References ";
   /* a wrong width, a width out of order, a missing width line */
-  bad = edited(text, NULL, block8, "Width 12 : References ");
+  bad = test_edited(text, NULL, block8, "Width 12 : References ");
   expect_rejected(bad, line_of(text, NULL, block8), "width 12 out of order: expected Width 8");
   free(bad);
-  bad = edited(text, NULL, block8, "Width 16 : References ");
+  bad = test_edited(text, NULL, block8, "Width 16 : References ");
   expect_rejected(bad, line_of(text, NULL, block8), "width 16 out of order");
   free(bad);
   snprintf(line, sizeof line, "%s%.17g\n", block8, signature->width_references[1]);
-  bad = edited(text, NULL, line, "");
+  bad = test_edited(text, NULL, line, "");
   expect_rejected(bad, line_of(text, NULL, block8), "expected 'Width '");
   free(bad);
-  bad = edited(text, NULL, block8, "Width 8 : Refs ");
+  bad = test_edited(text, NULL, block8, "Width 8 : Refs ");
   expect_rejected(bad, line_of(text, NULL, block8), "expected 'Width 8 : References N'");
   free(bad);
   /* a count above its total, a rate disagreeing with its counts, decreasing hits */
@@ -380,21 +368,21 @@ static void test_rejections(void **state) {
   snprintf(old_line, sizeof old_line, "  HitRate(2^3) = %.6g (%.17g/%.17g)\n", hits[3] / references,
            hits[3], references);
   snprintf(line, sizeof line, "  HitRate(2^3) = 1 (%.17g/%.17g)\n", references + 1, references);
-  bad = edited(text, block8, old_line, line);
+  bad = test_edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "exceeds its total");
   free(bad);
   snprintf(line, sizeof line, "  HitRate(2^3) = %.6g (%.17g/%.17g)\n", hits[3] / references + 0.01,
            hits[3], references);
-  bad = edited(text, block8, old_line, line);
+  bad = test_edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "rate disagrees with its counts");
   free(bad);
   snprintf(line, sizeof line, "  HitRate(2^3) = 0 (0/%.17g)\n", references);
-  bad = edited(text, block8, old_line, line);
+  bad = test_edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "must not decrease");
   free(bad);
   snprintf(line, sizeof line, "  HitRate(2^3) = %.6g (%.17g/%.17g)\n", hits[3] / (references + 1),
            hits[3], references + 1);
-  bad = edited(text, block8, old_line, line);
+  bad = test_edited(text, block8, old_line, line);
   expect_rejected(bad, line3, "differs from References");
   free(bad);
   /* a missing block: the last one (width 32) cut off, the input ends */
@@ -404,19 +392,19 @@ static void test_rejections(void **state) {
   expect_rejected(bad, line_of(text, NULL, "Width 32 : References "), "missing 'Width '");
   free(bad);
   /* the section when Widths is no; no section when Widths is exact */
-  bad = edited(text, NULL, "Widths : exact\n", "Widths : no\n");
+  bad = test_edited(text, NULL, "Widths : exact\n", "Widths : no\n");
   expect_rejected(bad, line_of(text, NULL, "TEMPORAL LOCALITY BY WIDTH"),
                   "the header says 'Widths : no'");
   free(bad);
   const char *section = strstr(text, "TEMPORAL LOCALITY BY WIDTH");
   char *plain = strndup(text, (size_t)(section - text));
-  bad = edited(plain, NULL, "Widths : exact\n", "Widths : shards 0.5\n");
+  bad = test_edited(plain, NULL, "Widths : exact\n", "Widths : shards 0.5\n");
   expect_rejected(bad, line_of(text, NULL, "TEMPORAL LOCALITY BY WIDTH"),
                   "missing 'TEMPORAL LOCALITY BY WIDTH");
   free(bad);
   /* a version 1 text with the section */
-  char *v1 = edited(text, NULL, "memsnap signature 2\nProgram", "memsnap signature 1\nProgram");
-  bad = edited(v1, NULL, "Widths : exact\n", "");
+  char *v1 = test_edited(text, NULL, "memsnap signature 2\nProgram", "memsnap signature 1\nProgram");
+  bad = test_edited(v1, NULL, "Widths : exact\n", "");
   expect_rejected(bad, line_of(text, NULL, "TEMPORAL LOCALITY BY WIDTH") - 1, "version 1");
   free(bad);
   free(v1);
@@ -424,7 +412,7 @@ static void test_rejections(void **state) {
   static const char *values[] = {"shards 0", "shards 1", "shards 0.5x", "shards -1", "yes", ""};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
     snprintf(line, sizeof line, "Widths : %s\n", values[i]);
-    bad = edited(text, NULL, "Widths : exact\n", line);
+    bad = test_edited(text, NULL, "Widths : exact\n", line);
     expect_rejected(bad, line_of(text, NULL, "Widths : exact"), "Widths");
     free(bad);
   }
