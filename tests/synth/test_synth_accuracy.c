@@ -6,8 +6,8 @@
  * chameleon-weinberg-dissertation-2008.txt): the oracle is the program itself.
  *
  * Asserted, per kernel (signatures with the width rows, `signature --widths`): issue 6's
- * 1% bar on the surface (met by every kernel), the 512-byte width within 0.002 for plain
- * seeds, and mean absolute errors at most the figures measured when the bounds were set
+ * 1% bar on the surface (met by every kernel but stream_add_static), the 512-byte width
+ * within 0.002 for plain seeds, and mean absolute errors at most the figures measured when the bounds were set
  * (docs/proxy.md, "How close a seed comes") plus a margin for the run-to-run variation of
  * the recorded trace (Valgrind under another directory and environment: surface 0.001,
  * L1 0.002, L2 0.025 measured). The other bars (1% L1 and L2, 2% for unique-index seeds)
@@ -127,6 +127,11 @@ static const kernel_case cases[] = {
 #ifdef MEMSNAP_KERNEL_CXX
     {"vector_sort", "2000", .0001, .0001, .0004, .013, 0, 0, 0, 0},
 #endif
+#ifdef MEMSNAP_KERNEL_FORTRAN
+    {"saxpy_fortran", "", .0033, .0010, .0005, .045, 0, 0, 0, 0},
+#endif
+    /* stream_add at its default size, linked statically: the one kernel over the 1% bar */
+    {"stream_add_static", "", .0286, .0058, .0769, .146, 0, 0, 0, 0},
 };
 
 #define SURFACE_MARGIN 0.002
@@ -152,7 +157,8 @@ static void check_case(const char *dir, const kernel_case *c) {
          c->kernel, e.surface, e.wide, e.w512, e.l1, e.l2, bar(e.surface, 0.01), bar(e.l1, 0.01),
          bar(e.l2, 0.01));
   assert_true(e.w512 <= 0.002 + 1e-9);
-  assert_true(e.surface <= 0.01); /* issue 6's bar, met by every kernel */
+  /* issue 6's bar, met by every kernel but stream_add_static (docs/proxy.md says why) */
+  if (strcmp(c->kernel, "stream_add_static")) assert_true(e.surface <= 0.01);
   assert_true(e.surface <= c->surface + SURFACE_MARGIN);
   assert_true(e.wide <= c->wide + SURFACE_MARGIN);
   assert_true(e.l1 <= c->l1 + L1_MARGIN);
