@@ -70,6 +70,21 @@ static inline char *test_read_file(const char *path) {
   return text;
 }
 
+/* Defines setup() and teardown(), for cmocka_run_group_tests, of a test program whose tests
+ * share one scratch directory held in `var` (a static char *): made before the first test
+ * (the group fails if it cannot be), removed with its contents after the last. */
+#define TEST_SCRATCH_GROUP(var)                                                                    \
+  static int setup(void **state) {                                                                 \
+    (void)state;                                                                                   \
+    var = test_tempdir();                                                                          \
+    return var ? 0 : -1;                                                                           \
+  }                                                                                                \
+  static int teardown(void **state) {                                                              \
+    (void)state;                                                                                   \
+    test_rmdir(var);                                                                               \
+    return 0;                                                                                      \
+  }
+
 /* Runs `$MEMSNAP ARGS` (ARGS from a format) in `dir`, with stdout to dir/out and stderr
  * to dir/err; returns its exit status as test_run does. */
 static inline int test_memsnap_in(const char *dir, const char *format, ...)

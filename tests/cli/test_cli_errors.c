@@ -173,16 +173,7 @@ static void test_program_failures(void **state) {
   free(err);
 }
 
-static int setup(void **state) {
-  (void)state;
-  dir = test_tempdir();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  test_rmdir(dir);
-  return 0;
-}
+TEST_SCRATCH_GROUP(dir)
 
 int main(void) {
   const struct CMUnitTest tests[] = {

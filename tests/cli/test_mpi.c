@@ -116,16 +116,7 @@ static void test_output_patterns(void **state) {
                    0);
 }
 
-static int setup(void **state) {
-  (void)state;
-  dir = test_tempdir();
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  test_rmdir(dir);
-  return 0;
-}
+TEST_SCRATCH_GROUP(dir)
 
 int main(void) {
   const struct CMUnitTest tests[] = {

@@ -44,17 +44,7 @@ static const kernel regular[] = {
     {"transpose", "transpose", {40, 80, 160}},
 };
 
-static int setup(void **state) {
-  (void)state;
-  dir = test_tempdir();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_rmdir(dir);
-  return 0;
-}
+TEST_SCRATCH_GROUP(dir)
 
 static void record(const char *name, int size, const char *out) {
   char kernel_path[1024];

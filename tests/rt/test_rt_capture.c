@@ -15,17 +15,7 @@
 
 static char *dir;
 
-static int setup(void **state) {
-  (void)state;
-  dir = test_tempdir();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_rmdir(dir);
-  return 0;
-}
+TEST_SCRATCH_GROUP(dir)
 
 /* Runs a kernel with MEMSNAP_OUT=dir/out.mtr (plus `env`), stdout to dir/out. */
 static int run_kernel(const char *env, const char *kernel, const char *args) {

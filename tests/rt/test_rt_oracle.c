@@ -33,17 +33,7 @@
 
 static char *dir;
 
-static int setup(void **state) {
-  (void)state;
-  dir = test_tempdir();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_rmdir(dir);
-  return 0;
-}
+TEST_SCRATCH_GROUP(dir)
 
 typedef struct range {
   uint64_t start, end;
