@@ -211,15 +211,19 @@ static void width_gains(word_state *s, int unique) {
   }
 }
 
+/* `scored`: the block's width values already computed with this reference's gains (the
+ * word model's best candidate), or NULL to compute them here when the pass is guided. */
 static uint16_t choose_word(word_state *s, const double aim[][MS_SIGNATURE_DEPTHS], uint32_t block,
-                            int bin, int unique) {
+                            int bin, int unique, const double *scored) {
   uint8_t *visited = s->visited + (size_t)block * s->tree_bytes;
   uint8_t *last = s->last + (size_t)block * s->tree_bytes;
   uint16_t *free_leaves = unique ? s->free_leaves + (size_t)block * 2 * s->words_per_block : NULL;
-  double value[2 * (1u << MS_SIGNATURE_MAX_LEVELS)];
-  if (s->guided) {
+  double computed[2 * (1u << MS_SIGNATURE_MAX_LEVELS)];
+  const double *value = scored;
+  if (s->guided && !scored) {
     width_gains(s, unique);
-    width_values(s, block, free_leaves, value);
+    width_values(s, block, free_leaves, computed);
+    value = computed;
   }
   uint32_t node = 1;
   for (int depth = 0; depth < s->levels; depth++) {
@@ -408,7 +412,7 @@ int synth_words(const double alpha[][MS_SIGNATURE_DEPTHS],
     for (uint64_t i = 0; i < seed->length; i++) {
       s.now = (uint32_t)i + 1;
       seed->words[i] = choose_word(&s, (const double(*)[MS_SIGNATURE_DEPTHS])aim, seed->blocks[i],
-                                   bins[i], config->unique);
+                                   bins[i], config->unique, NULL);
     }
     double alpha_off = alpha_error(&s, alpha);
     double error = width_target ? width_error(&s) : alpha_off + revisit_error(&s, revisit);
@@ -456,6 +460,12 @@ struct synth_word_model {
   double aim[MS_SIGNATURE_MAX_LEVELS][MS_SIGNATURE_DEPTHS];
   uint64_t blocks;
   int unique;
+  /* The width values of the best block scored for this reference (value[best]) and of the
+   * last one scored otherwise: the block taken is the best one, so commit reuses them. */
+  double value[2][2 * (1u << MS_SIGNATURE_MAX_LEVELS)];
+  int best;
+  uint32_t best_block;
+  double best_score;
 };
 
 int synth_word_model_new(const double alpha[][MS_SIGNATURE_DEPTHS],
@@ -501,17 +511,25 @@ void synth_word_model_reset(synth_word_model *m) {
 void synth_word_model_next(synth_word_model *m) {
   m->s.now++;
   width_gains(&m->s, m->unique);
+  m->best_score = -INFINITY;
 }
 
 double synth_word_model_score(synth_word_model *m, uint32_t block) {
-  double value[2 * (1u << MS_SIGNATURE_MAX_LEVELS)];
   const uint16_t *free_leaves =
       m->unique ? m->s.free_leaves + (size_t)block * 2 * m->s.words_per_block : NULL;
-  return width_values(&m->s, block, free_leaves, value);
+  double score = width_values(&m->s, block, free_leaves, m->value[!m->best]);
+  if (score > m->best_score) { /* the block phase keeps the first of equal scores too */
+    m->best = !m->best;
+    m->best_block = block;
+    m->best_score = score;
+  }
+  return score;
 }
 
 void synth_word_model_commit(synth_word_model *m, uint32_t block, int bin) {
-  choose_word(&m->s, (const double(*)[MS_SIGNATURE_DEPTHS])m->aim, block, bin, m->unique);
+  const double *scored =
+      m->best_score > -INFINITY && block == m->best_block ? m->value[m->best] : NULL;
+  choose_word(&m->s, (const double(*)[MS_SIGNATURE_DEPTHS])m->aim, block, bin, m->unique, scored);
 }
 
 void synth_word_model_free(synth_word_model *m) {
