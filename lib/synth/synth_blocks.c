@@ -24,6 +24,12 @@
  * cap, aim[k] *= target[k] / achieved[k] and the trace is regenerated (the best trace is
  * kept). Assumption: the seed is replicated at least min_replications times, so its cold
  * misses stay misses when it is expanded (section 4.1).
+ * Width aims (signature with width rows, synth_words.c): the word model runs alongside;
+ * BLOCK_CANDIDATES positions are drawn in the reuse bin drawn (so the 512-byte CDF is the
+ * same in distribution) and the block whose best word path scores highest is taken (in
+ * unique mode, scored by its physical block, numbered as synth_words numbers them). An
+ * iteration then also needs the narrower widths within config->max_width_error to stop
+ * before the length cap.
  */
 #include <math.h>
 #include <stdlib.h>
