@@ -113,12 +113,22 @@ static int parse_options(int argc, char **argv, signature_options *options) {
       }
       cap_given = 1;
       break;
-    case 'x': options->config.widths = 1; break;
+    case 'x':
+      if (options->config.widths > 0 && options->config.widths < 1) {
+        cli_error(argv[0], "give --widths or --widths-shards, not both");
+        return 2;
+      }
+      options->config.widths = 1;
+      break;
     case 'X': {
       char *end;
       double rate = strtod(optarg, &end);
       if (end == optarg || *end || !(rate > 0 && rate < 1)) {
         cli_error(argv[0], "bad --widths-shards '%s' (a sampling rate in (0, 1))", optarg);
+        return 2;
+      }
+      if (options->config.widths >= 1) {
+        cli_error(argv[0], "give --widths or --widths-shards, not both");
         return 2;
       }
       options->config.widths = rate;

@@ -31,6 +31,17 @@
 #define SIG_WIDTHS_SECTION "TEMPORAL LOCALITY BY WIDTH (Reuse Distance CDF of narrower lines):"
 #define SIG_LOCATION_MAX 4000 /* bytes of a site's location kept in the text */
 
+/* The shortest %g text of `value` that reads back exactly (0.1, not 0.10000000000000001):
+ * still canonical, since the writer always picks the same text for the same double. */
+static const char *shortest_text(double value, char text[32]) {
+  for (int digits = 1; digits < 17; digits++) {
+    snprintf(text, 32, "%.*g", digits, value);
+    if (strtod(text, NULL) == value) return text;
+  }
+  snprintf(text, 32, "%.17g", value);
+  return text;
+}
+
 static int log2_of(uint64_t value) {
   int shift = 0;
   while (shift < 63 && (1ull << shift) < value)
@@ -126,12 +137,13 @@ int ms_signature_write_text(FILE *out, const ms_signature *signature) {
   else
     fprintf(out, "Per site : no\n");
   fprintf(out, "Bins : %d\n", signature->bin_count);
+  char rate[32];
   if (signature->widths <= 0)
     fprintf(out, "Widths : no\n");
   else if (signature->widths >= 1)
     fprintf(out, "Widths : exact\n");
   else
-    fprintf(out, "Widths : shards %.17g\n", signature->widths);
+    fprintf(out, "Widths : shards %s\n", shortest_text(signature->widths, rate));
   for (int i = 0; i < signature->bin_count; i++) {
     fprintf(out, "\n");
     write_bin(out, signature, &signature->bins[i]);

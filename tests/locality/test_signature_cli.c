@@ -294,6 +294,18 @@ static void test_widths(void **state) {
   out = test_read_in(dir, "out");
   assert_non_null(strstr(out, "SHARDS at rate 0.1"));
   free(out);
+  char *sig = test_read_in(dir, "shards.sig");
+  assert_non_null(strstr(sig, "\nWidths : shards 0.1\n")); /* not 0.10000000000000001 */
+  free(sig);
+  for (int order = 0; order < 2; order++) {
+    assert_int_equal(
+        test_memsnap_in(dir, "signature %s small.mtr",
+                        order ? "--widths-shards 0.1 --widths" : "--widths --widths-shards 0.1"),
+        2);
+    char *err = test_read_in(dir, "err");
+    assert_non_null(strstr(err, "give --widths or --widths-shards, not both"));
+    free(err);
+  }
   static const char *bad[] = {"0", "2", "1", "0.5x", "-0.1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(test_memsnap_in(dir, "signature --widths-shards %s small.mtr", bad[i]), 2);
