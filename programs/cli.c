@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,26 @@ int cli_program_status(const ms_source *source) {
             "the programs it execs).\n",
             info->program ? info->program : "the program", info->children,
             info->children == 1 ? "" : "es");
+  }
+  static int told_sigill;
+  if (source == live_source && info->exit_status == 128 + SIGILL && info->capture &&
+      strcmp(info->capture, "valgrind") == 0 && !told_sigill) {
+    told_sigill = 1;
+    fprintf(stderr,
+            "memsnap: note: %s was killed by SIGILL under Valgrind. If Valgrind's \"Illegal "
+            "opcode\" is at an instruction of the program's own code (not a trap it set), "
+            "Valgrind cannot execute it: ",
+            info->program ? info->program : "the program");
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f"))
+      fprintf(stderr, "it has no AVX-512, which a build with -march=native uses on this CPU. "
+                      "Rebuild with -march=x86-64-v3 (or add -mno-avx512f), or build with "
+                      "memsnap-cc, whose capture runs the program natively. ");
+    else
+#endif
+      fprintf(stderr, "rebuild the program for an older CPU, or build it with memsnap-cc, "
+                      "whose capture runs the program natively. ");
+    fprintf(stderr, "The trace holds the accesses made before it (truncated).\n");
   }
   return source == live_source && info->exit_status > 0 ? info->exit_status : 0;
 }

@@ -8,7 +8,8 @@
  * keep their registers across them; not for preprocessing only), -gdwarf-aranges (memsnap resolves
  * sites through libdw, which finds a compilation unit by its address ranges),
  * -fno-sanitize-link-runtime (else clang links its UBSan runtime to supply default callbacks, with
- * its own fatal-signal handlers), -Wl,-z,now when the command links (see below) and, when it
+ * its own fatal-signal handlers), -mprefer-vector-width=128 after the caller's arguments (see
+ * below), -Wl,-z,now when the command links (see below) and, when it
  * links an executable, memsnap's runtime libmemsnap-rt.a and -lpthread. Every other argument passes
  * through unchanged, so that `CC=memsnap-cc ./configure && make` works. The runtime is looked up in
  * $MEMSNAP_RT_LIB, then beside this program as installed (<bin>/../lib*), then in the build tree.
@@ -107,7 +108,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  char **args = calloc((size_t)argc + 10, sizeof *args);
+  char **args = calloc((size_t)argc + 11, sizeof *args);
   if (!args) {
     fprintf(stderr, "%s: out of memory\n", name);
     return 1;
@@ -123,6 +124,12 @@ int main(int argc, char **argv) {
   }
   for (int i = 1; i < argc; i++)
     args[n++] = argv[i];
+  /* SanitizerCoverage calls back for loads and stores of 1, 2, 4, 8 and 16 bytes only: a
+   * loop vectorized into 32- or 64-byte accesses (-mavx2, -march=native on an AVX-512 CPU)
+   * would vanish from the trace (stream_add at -O3 -march=native: none of its accesses
+   * recorded). Vectors of at most 16 bytes keep every byte in it, in the same order of
+   * lines; last, so that a -mprefer-vector-width of the caller's does not undo it. */
+  if (!preprocess) args[n++] = (char *)"-mprefer-vector-width=128";
   /* Binding at load time: a shared object's calls to the callbacks go through its PLT, and
    * lazy binding's resolver preserves the argument registers but not r10 and r11, which a
    * caller compiled with memsnap-rt.h keeps live across the call. */

@@ -138,6 +138,25 @@ static void test_program_failures(void **state) {
   free(info);
   assert_int_equal(memsnap("sim --hierarchy nehalem segv.mtr"), 0);
 
+  /* an AVX-512 instruction, which Valgrind cannot run: SIGILL, the trace of what came
+   * before, and memsnap says why and what to do (even with --quiet) */
+  snprintf(command, sizeof command, "record --quiet -o ill.mtr -- %s",
+           test_kernel("avx512", kernel, sizeof kernel));
+  assert_int_equal(memsnap("%s", command), 128 + 4);
+  char *ill = test_read_in(dir, "err");
+  assert_non_null(strstr(ill, "avx512 was killed by SIGILL under Valgrind"));
+  assert_non_null(strstr(ill, "memsnap-cc"));
+  if (__builtin_cpu_supports("avx512f")) assert_non_null(strstr(ill, "-march=x86-64-v3"));
+  free(ill);
+  assert_int_equal(memsnap("info ill.mtr"), 0);
+  info = test_read_in(dir, "out");
+  assert_non_null(strstr(info, "truncated:     yes"));
+  free(info);
+  assert_int_equal(memsnap("dump ill.mtr"), 0);
+  info = test_read_in(dir, "out");
+  assert_non_null(strstr(info, "store")); /* the stores made before it */
+  free(info);
+
   /* a wrapper that execs the program is followed into it, and the trace says so (info);
    * with --no-follow-exec the trace stops there, and memsnap says so (even with --quiet),
    * in the trace too */
