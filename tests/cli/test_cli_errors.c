@@ -138,6 +138,26 @@ static void test_program_failures(void **state) {
   free(info);
   assert_int_equal(memsnap("sim --hierarchy nehalem segv.mtr"), 0);
 
+  /* SIGTERM to memsnap alone (`timeout`, a batch system's time limit) goes on to the
+   * program: what it did until then is written, truncated, with no temporary file left,
+   * and memsnap exits with the program's status */
+  char spin[1024];
+  test_kernel("spin", spin, sizeof spin);
+  assert_int_equal(test_run("cd '%s' && timeout --preserve-status -s TERM 2 '%s' record -o "
+                            "term.mtr -- '%s' 60 > out 2> err",
+                            dir, test_env("MEMSNAP"), spin),
+                   128 + 15);
+  assert_int_equal(memsnap("info term.mtr"), 0);
+  info = test_read_in(dir, "out");
+  assert_non_null(strstr(info, "truncated:     yes (exit status 143)"));
+  free(info);
+  assert_int_equal(test_run("cd '%s' && timeout --preserve-status -s TERM 2 '%s' profile -o "
+                            "term.psnap -- '%s' 60 > out 2> err",
+                            dir, test_env("MEMSNAP"), spin),
+                   128 + 15);
+  assert_int_equal(memsnap("show term.psnap"), 0);
+  assert_int_equal(test_run("ls '%s' | grep -q tmp", dir), 1); /* no temporary file left */
+
   /* an AVX-512 instruction, which Valgrind cannot run: SIGILL, the trace of what came
    * before, and memsnap says why and what to do (even with --quiet) */
   snprintf(command, sizeof command, "record --quiet -o ill.mtr -- %s",

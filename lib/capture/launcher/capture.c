@@ -91,6 +91,7 @@ typedef struct capture_source {
   int saw_exit;
   int64_t exit_code; /* from the EXIT record (rt: the status given to exit) */
   int signal_number; /* from a SIGNAL record, 0 if none */
+  int forwarding;    /* its pid is in forward_pids (see forward_begin) */
   int exec_last;     /* an EXEC unit ended the last slot read: no slot came after it */
   /* Followed execs (Valgrind path): each image's tool numbers its sites and threads from 0;
    * here its site i is site_base + i, its thread 0 (the one that called execve) keeps
@@ -152,8 +153,56 @@ static int fill(capture_source *cs, size_t need) {
   return 0;
 }
 
+/* Signals while a program runs, as system() and `perf record` have them: an interrupt or
+ * quit from the terminal reaches the whole process group, so memsnap ignores it and lets the
+ * program decide; a termination or hangup sent to memsnap alone (`timeout 600 memsnap
+ * record ...`, a batch system's time limit) is passed on to the program. Either way the
+ * stream then ends with the program's death, and the command writes what it observed
+ * (truncated) instead of dying with a temporary file left behind. */
+#define FORWARD_SLOTS 8
+static volatile pid_t forward_pids[FORWARD_SLOTS];
+static int forward_count;
+static struct sigaction forward_saved[4];
+static const int forward_signals[4] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+
+static void forward_signal(int signo) {
+  int saved = errno;
+  for (int i = 0; i < FORWARD_SLOTS; i++) {
+    pid_t pid = forward_pids[i];
+    if (pid > 0) kill(pid, signo);
+  }
+  errno = saved;
+}
+
+static void forward_begin(capture_source *cs) {
+  int slot = 0;
+  while (slot < FORWARD_SLOTS && forward_pids[slot] > 0)
+    slot++;
+  if (cs->pid <= 0 || slot == FORWARD_SLOTS) return;
+  forward_pids[slot] = cs->pid;
+  cs->forwarding = 1;
+  if (forward_count++ > 0) return;
+  struct sigaction forward = {.sa_handler = forward_signal, .sa_flags = SA_RESTART};
+  struct sigaction ignore = {.sa_handler = SIG_IGN};
+  sigemptyset(&forward.sa_mask);
+  sigemptyset(&ignore.sa_mask);
+  for (int i = 0; i < 4; i++)
+    sigaction(forward_signals[i], i < 2 ? &forward : &ignore, &forward_saved[i]);
+}
+
+static void forward_end(capture_source *cs, pid_t pid) {
+  if (!cs->forwarding) return;
+  cs->forwarding = 0;
+  for (int i = 0; i < FORWARD_SLOTS; i++)
+    if (forward_pids[i] == pid) forward_pids[i] = 0;
+  if (--forward_count > 0) return;
+  for (int i = 0; i < 4; i++)
+    sigaction(forward_signals[i], &forward_saved[i], NULL);
+}
+
 static void wait_child(capture_source *cs, int *status) {
   *status = 0;
+  const pid_t pid = cs->pid;
   while (cs->pid > 0) {
     pid_t r = waitpid(cs->pid, status, 0);
     if (r == cs->pid || (r < 0 && errno != EINTR)) {
@@ -161,6 +210,7 @@ static void wait_child(capture_source *cs, int *status) {
       cs->pid = -1;
     }
   }
+  forward_end(cs, pid);
 }
 
 /*------------------------------------------------------------*/
@@ -959,6 +1009,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   if (shm >= 0) close(shm);
   cs->fd = channel[0];
   cs->credit_fd = credit[0];
+  if (rc == 0) forward_begin(cs);
   if (rc == 0) rc = expect_hello(cs, program);
   free(program);
   if (rc < 0) {
