@@ -226,6 +226,18 @@ int cli_program_status(const ms_source *source) {
             info->program ? info->program : "the program", info->children,
             info->children == 1 ? "" : "es");
   }
+  static int told_lost;
+  if (source == live_source && (info->flags & MS_STREAM_TRUNCATED) &&
+      !(info->flags & MS_STREAM_EXEC) && info->exit_status >= 0 && info->exit_status < 128 &&
+      !told_lost) {
+    told_lost = 1;
+    fprintf(stderr,
+            "memsnap: note: the accesses of %s stopped arriving before it ended (it exited with "
+            "status %d, but its stream has no end): it most likely closed file descriptors it "
+            "had not opened, among them memsnap's capture channel. The trace holds what came "
+            "before (truncated).\n",
+            info->program ? info->program : "the program", info->exit_status);
+  }
   static int told_sigill;
   if (source == live_source && info->exit_status == 128 + SIGILL && info->capture &&
       strcmp(info->capture, "valgrind") == 0 && !told_sigill) {

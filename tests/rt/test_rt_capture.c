@@ -152,6 +152,39 @@ static void test_sigterm_leaves_truncated_trace(void **state) {
   }
 }
 
+/* A program that closes the descriptors it did not open closes the runtime's channel: its
+ * accesses are lost from there on, and memsnap says so rather than leave an unexplained
+ * empty trace (the Valgrind path keeps its channel out of the program's reach). */
+static void test_closed_channel_is_reported(void **state) {
+  (void)state;
+  char kernel[1024];
+  rt_kernel("close_fds", kernel, sizeof kernel);
+  assert_int_equal(test_memsnap_in(dir, "record -q --via=rt -o closed.mtr -- '%s' 5000", kernel),
+                   0);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(err);
+  assert_non_null(strstr(err, "close_fds stopped arriving before it ended"));
+  assert_non_null(strstr(err, "capture channel"));
+  free(err);
+  rt_trace trace;
+  load_in_dir("closed.mtr", &trace);
+  assert_true(rt_trace_info(&trace)->flags & MS_STREAM_TRUNCATED);
+  assert_int_equal(rt_trace_info(&trace)->exit_status, 0);
+  rt_trace_free(&trace);
+  /* through Valgrind, the same program is whole: its 5000 stores are in the trace */
+  assert_int_equal(test_memsnap_in(dir, "record -q --via=valgrind -o vg.mtr -- '%s' 5000", kernel),
+                   0);
+  load_in_dir("vg.mtr", &trace);
+  assert_false(rt_trace_info(&trace)->flags & MS_STREAM_TRUNCATED);
+  long stores = 0;
+  for (size_t i = 0; i < trace.count; i++)
+    stores += trace.accesses[i].kind == MS_STORE &&
+              strcmp(rt_trace_function(&trace, &trace.accesses[i]), "main") == 0 &&
+              trace.accesses[i].size == 8;
+  assert_true(stores >= 5000);
+  rt_trace_free(&trace);
+}
+
 static void test_exit_from_a_thread(void **state) {
   (void)state;
   assert_int_equal(run_kernel("", "exit_thread", "5000"), 5);
@@ -431,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_exit_from_a_thread),
       cmocka_unit_test(test_exit_from_a_signal_handler),
       cmocka_unit_test(test_fork_child_writes_its_own_trace),
+      cmocka_unit_test(test_closed_channel_is_reported),
       cmocka_unit_test(test_record_via_rt),
       cmocka_unit_test(test_record_via_rt_needs_the_runtime),
       cmocka_unit_test(test_sampling),

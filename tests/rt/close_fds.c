@@ -1,0 +1,18 @@
+/* Closes every file descriptor from 3 to 1023 first, as daemons and some launchers do
+ * (memsnap's capture channel among them), then does real work (argv[1] stores). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static long data[100000];
+
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 10000;
+  if (n > 100000) n = 100000;
+  for (int fd = 3; fd < 1024; fd++)
+    close(fd);
+  for (long i = 0; i < n; i++)
+    ((volatile long *)data)[i] = i;
+  printf("%ld\n", data[n - 1]);
+  return 0;
+}
