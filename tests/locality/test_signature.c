@@ -433,11 +433,10 @@ static ms_signature *example_signature(int per_site) {
 }
 
 static char *to_text(const ms_signature *signature, size_t *length) {
-  char *text = NULL;
-  FILE *out = open_memstream(&text, length);
-  assert_non_null(out);
-  assert_int_equal(ms_signature_write_text(out, signature), MS_OK);
-  fclose(out);
+  test_memstream m;
+  assert_int_equal(ms_signature_write_text(test_memstream_open(&m), signature), MS_OK);
+  char *text = test_memstream_text(&m);
+  *length = m.length;
   return text;
 }
 

@@ -236,13 +236,9 @@ static void test_bad_config(void **state) {
 /* ---- format ---- */
 
 static char *to_text(const ms_signature *signature) {
-  char *text = NULL;
-  size_t length;
-  FILE *out = open_memstream(&text, &length);
-  assert_non_null(out);
-  assert_int_equal(ms_signature_write_text(out, signature), MS_OK);
-  fclose(out);
-  return text;
+  test_memstream m;
+  assert_int_equal(ms_signature_write_text(test_memstream_open(&m), signature), MS_OK);
+  return test_memstream_text(&m);
 }
 
 static ms_signature *parsed(const char *text) {
@@ -403,7 +399,8 @@ static void test_rejections(void **state) {
                   "missing 'TEMPORAL LOCALITY BY WIDTH");
   free(bad);
   /* a version 1 text with the section */
-  char *v1 = test_edited(text, NULL, "memsnap signature 2\nProgram", "memsnap signature 1\nProgram");
+  char *v1 =
+      test_edited(text, NULL, "memsnap signature 2\nProgram", "memsnap signature 1\nProgram");
   bad = test_edited(v1, NULL, "Widths : exact\n", "");
   expect_rejected(bad, line_of(text, NULL, "TEMPORAL LOCALITY BY WIDTH") - 1, "version 1");
   free(bad);
@@ -461,11 +458,9 @@ static void test_json_rows(void **state) {
   ms_access *trace = mixed_trace(COUNT);
   for (int with = 0; with < 2; with++) {
     ms_signature *signature = signature_of(trace, COUNT, 512, 4, with ? 1 : 0, 0);
-    char *text = NULL;
-    size_t length;
-    FILE *out = open_memstream(&text, &length);
-    assert_int_equal(ms_signature_write_json(out, signature), MS_OK);
-    fclose(out);
+    test_memstream m;
+    assert_int_equal(ms_signature_write_json(test_memstream_open(&m), signature), MS_OK);
+    char *text = test_memstream_text(&m);
     json_object *root = json_tokener_parse(text);
     assert_non_null(root);
     assert_int_equal(json_object_get_int(get(root, "version")), 2);
