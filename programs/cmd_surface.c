@@ -29,6 +29,8 @@ static void usage(FILE *to) {
           "  --shards-check      with --shards: also compute the exact surface in the same pass\n"
           "                      and report the sampling error\n"
           "  --sample ON/OFF     interval sampling: keep ON accesses, drop OFF (e.g. 1M/9M)\n"
+          "  --threads N         exact surface: N threads share the widths (default: one\n"
+          "                      per CPU; the result is the same)\n"
           "  -o, --output FILE   write the report to FILE (default standard output)\n");
 }
 
@@ -41,11 +43,17 @@ typedef struct surface_options {
 
 static int parse_options(int argc, char **argv, surface_options *o) {
   static const struct option long_options[] = {
-      {"widths", required_argument, NULL, 'w'}, {"depths", required_argument, NULL, 'd'},
-      {"format", required_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-      {"shards", required_argument, NULL, 'S'}, {"shards-check", no_argument, NULL, 'C'},
-      {"sample", required_argument, NULL, 's'}, {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+      {"widths", required_argument, NULL, 'w'},
+      {"depths", required_argument, NULL, 'd'},
+      {"format", required_argument, NULL, 'f'},
+      {"json", no_argument, NULL, 'j'},
+      {"shards", required_argument, NULL, 'S'},
+      {"shards-check", no_argument, NULL, 'C'},
+      {"sample", required_argument, NULL, 's'},
+      {"output", required_argument, NULL, 'o'},
+      {"threads", required_argument, NULL, LOCALITY_OPT_THREADS},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;

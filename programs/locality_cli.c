@@ -48,6 +48,15 @@ int locality_parse_input_option(const char *command, int option, const char *val
       return -1;
     }
     return 1;
+  case LOCALITY_OPT_THREADS: {
+    long threads = strtol(value, &end, 10);
+    if (*end || end == value || threads < 1 || threads > 1024) {
+      cli_error(command, "bad --threads '%s' (1 to 1024)", value);
+      return -1;
+    }
+    config->threads = (int)threads;
+    return 1;
+  }
   case 's':
     if (cli_parse_sample(value, &options->sample_on, &options->sample_off) < 0) {
       cli_error(command, "bad --sample '%s' (ON/OFF accesses, e.g. 1M/9M)", value);

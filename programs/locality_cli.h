@@ -30,9 +30,13 @@ int locality_surface_of(const char *command, const char *path, int program_argc,
 /* Parses --format: table, csv or json. Returns 0, or -1 (message printed). */
 int locality_parse_format(const char *command, const char *value, const char **format);
 
+/* getopt_long's value for --threads N (no short form; 'T' is plot's --title). */
+#define LOCALITY_OPT_THREADS 1000
+
 /* The options every locality command shares, by their getopt letters: 'w' --widths, 'd'
- * --depths, 'S' --shards, 's' --sample ON/OFF. Returns 1 when `option` is one of them and
- * its value is stored, 0 when it is not one of them, -1 (message printed) on a bad value. */
+ * --depths, 'S' --shards, 's' --sample ON/OFF, LOCALITY_OPT_THREADS --threads N. Returns 1
+ * when `option` is one of them and its value is stored, 0 when it is not one of them, -1
+ * (message printed) on a bad value. */
 int locality_parse_input_option(const char *command, int option, const char *value,
                                 locality_input_options *options);
 

@@ -38,6 +38,8 @@ typedef struct ms_surface_config {
   uint64_t depths[MS_SURFACE_MAX_DEPTHS]; /* blocks: ascending, 1..MS_SURFACE_MAX_DEPTH */
   double sample_rate;                     /* 1: exact; in (0, 1): SHARDS-style sampling */
   uint64_t seed;                          /* of the sampling hash */
+  int threads; /* exact: threads sharing the widths, 0 for one per CPU (the result is the
+                * same whatever the number) */
 } ms_surface_config;
 
 /* A surface: plain data, filled by a builder, by hand, or from a signature. */

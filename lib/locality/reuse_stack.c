@@ -53,6 +53,17 @@
 
 #include "memsnap/error.h"
 
+/* Zeroed, on cache lines of its own: the stacks of different widths run in different
+ * threads (surface.c), and two small arrays of theirs from calloc would share lines (the
+ * boundaries' counts change on every hit). */
+static void *line_calloc(size_t count, size_t size) {
+  size_t bytes = (count * size + 63) & ~(size_t)63;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+  memset(p, 0, bytes);
+  return p;
+}
+
 /* Zeroed memory; blocks of 2 MB and more are aligned and asked for as huge pages (every
  * reference reads one random slot and, when the stack is full, removes another: with 4 KB
  * pages each is also a TLB miss). Exact surface, CPU time, interleaved runs on a loaded
@@ -60,7 +71,7 @@
  * 2.19 / 2.31 s -> 1.92 / 2.12 s (one run of three the other way). */
 static void *huge_calloc(size_t count, size_t size) {
   size_t bytes = count * size;
-  if (bytes < (2u << 20)) return calloc(count, size);
+  if (bytes < (2u << 20)) return line_calloc(count, size);
   bytes = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
   void *p = NULL;
   if (posix_memalign(&p, 2u << 20, bytes) != 0) return NULL;
@@ -86,14 +97,14 @@ int reuse_stack_init(reuse_stack *stack, const uint64_t *thresholds, int count) 
   stack->time_bits = __builtin_ctz(stack->window);
   stack->time_mask = stack->window - 1;
   stack->tag_limit = (1ull << (64 - stack->time_bits)) - 1;
-  stack->thresholds = malloc((size_t)count * sizeof *stack->thresholds);
-  stack->bits = calloc(stack->word_count, sizeof *stack->bits);
-  stack->rank = calloc(stack->word_count, sizeof *stack->rank);
+  stack->thresholds = line_calloc((size_t)count, sizeof *stack->thresholds);
+  stack->bits = line_calloc(stack->word_count, sizeof *stack->bits);
+  stack->rank = line_calloc(stack->word_count, sizeof *stack->rank);
   const size_t lanes = (size_t)(count + REUSE_LANES - 1) / REUSE_LANES * REUSE_LANES;
-  stack->boundary = calloc(lanes, sizeof *stack->boundary);
-  stack->after = calloc(lanes, sizeof *stack->after);
+  stack->boundary = line_calloc(lanes, sizeof *stack->boundary);
+  stack->after = line_calloc(lanes, sizeof *stack->after);
   stack->time_block = huge_calloc(stack->window, sizeof *stack->time_block);
-  stack->slots = calloc(slots, sizeof *stack->slots);
+  stack->slots = line_calloc(slots, sizeof *stack->slots);
   if (!stack->thresholds || !stack->bits || !stack->rank || !stack->boundary || !stack->after ||
       !stack->time_block || !stack->slots) {
     reuse_stack_free(stack);

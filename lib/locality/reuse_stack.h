@@ -68,7 +68,8 @@ typedef struct reuse_stack {
   uint64_t hash_multiplier; /* odd; REUSE_HASH_GOLDEN unless set before the first reference */
   uint64_t last_block;
   int has_last;
-} reuse_stack;
+} __attribute__((aligned(64)))
+reuse_stack; /* aligned: widths run in parallel threads (surface.c) */
 
 /* The table's multiplicative hash. The golden ratio spreads strided walks evenly: another
  * odd constant (0xFF51AFD7ED558CCD) made the exact surface 3-20% slower (gather, matmul,

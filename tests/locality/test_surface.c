@@ -128,6 +128,20 @@ static void test_brute_force_default_like(void **state) {
   check_against_brute_force(&config, 30000, 16000);
 }
 
+/* The widths shared out among threads (more threads than CPUs here, and than some batches'
+ * widths left) give the brute force's surface, as one thread does. */
+static void test_brute_force_threads(void **state) {
+  (void)state;
+  ms_surface_config config;
+  ms_surface_config_default(&config);
+  config.depth_count = 12;
+  int threads[] = {1, 3, 8};
+  for (int t = 0; t < 3; t++) {
+    config.threads = threads[t];
+    check_against_brute_force(&config, 20000, 16000);
+  }
+}
+
 static void test_brute_force_odd_depths(void **state) {
   (void)state;
   ms_surface_config config;
@@ -541,6 +555,10 @@ static void test_cli_errors(void **state) {
   assert_non_null(strstr(err, "--widths"));
   free(err);
   assert_int_equal(test_memsnap_in(dir, "surface --shards 2 x.mtr"), 2);
+  assert_int_equal(test_memsnap_in(dir, "surface --threads 0 x.mtr"), 2);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "--threads '0'"));
+  free(err);
   assert_int_equal(test_memsnap_in(dir, "surface --format xml x.mtr"), 2);
   assert_int_equal(test_memsnap_in(dir, "surface --shards-check x.mtr"), 2);
   assert_int_equal(test_memsnap_in(dir, "surface"), 2);
@@ -616,6 +634,7 @@ static void test_plots(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_brute_force_default_like),
+      cmocka_unit_test(test_brute_force_threads),
       cmocka_unit_test(test_brute_force_odd_depths),
       cmocka_unit_test(test_brute_force_single_depth),
       cmocka_unit_test(test_brute_force_tiny_depths),
