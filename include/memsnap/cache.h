@@ -140,6 +140,10 @@ void ms_hierarchy_set_free(ms_hierarchy_set *set);
  * report. */
 int ms_hierarchy_set_access_batch(ms_hierarchy_set *set, const ms_batch *batch);
 int ms_hierarchy_set_flush(ms_hierarchy_set *set);
+/* Threads for a set of several hierarchies: the trees under different first levels are
+ * simulated in parallel, one thread per CPU by default (threads 0), capped at the number
+ * of distinct first levels; the statistics are the same whatever the number. */
+int ms_hierarchy_set_threads(ms_hierarchy_set *set, int threads);
 int ms_hierarchy_set_count(const ms_hierarchy_set *set);
 const ms_hierarchy *ms_hierarchy_set_get(const ms_hierarchy_set *set, int index);
 /* Distinct simulated levels (shared levels counted once). */

@@ -105,7 +105,8 @@ struct ms_hierarchy_set {
   int level_count;
   ms_access *pending; /* accesses received but not yet simulated (sets of several) */
   size_t pending_count;
-  int flush_status; /* the first failure of cache_set_flush_for_reading, else MS_OK */
+  int flush_status;  /* the first failure of cache_set_flush_for_reading, else MS_OK */
+  struct jobs *pool; /* several roots: their trees simulated on several threads */
 };
 
 /* Simulates the accesses a set still holds before its statistics are read (statistics

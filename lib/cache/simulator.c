@@ -43,11 +43,15 @@
  *    A set of several hierarchies buffers accesses into batches of SET_BUFFER_RECORDS and
  *    simulates them when the buffer is full, on ms_hierarchy_set_flush, or before its
  *    statistics are read.
+ *  - The trees of different roots share nothing, so a set's roots are simulated on one
+ *    thread per CPU (lib/core/jobs.h; ms_hierarchy_set_threads), each thread taking the
+ *    next root not yet taken; the results do not depend on the number of threads.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../core/jobs.h"
 #include "cache_internal.h"
 #include "memsnap/error.h"
 
@@ -319,6 +323,9 @@ int ms_hierarchy_set_new(const ms_hierarchy_config *configs, int count, ms_hiera
       return rc;
     }
   }
+  /* several hierarchies: their roots on one thread per CPU (a single one keeps its level
+   * warm in one thread, batch by batch) */
+  if (count > 1) set->pool = jobs_new(jobs_threads(0, set->root_count));
   *out = set;
   return MS_OK;
 }
@@ -331,6 +338,7 @@ void ms_hierarchy_set_free(ms_hierarchy_set *set) {
   free(set->roots);
   free(set->hierarchies);
   free(set->pending);
+  jobs_free(set->pool);
   free(set);
 }
 
@@ -365,12 +373,31 @@ static int prepare_batch(ms_hierarchy_set *set, const ms_batch *batch) {
   return MS_OK;
 }
 
+typedef struct simulation_round {
+  ms_hierarchy_set *set;
+  const ms_access *accesses;
+  size_t count;
+} simulation_round;
+
+/* The tree of root i over the round's accesses (a job: any thread). */
+static int simulate_root(void *context, int i) {
+  const simulation_round *round = context;
+  ms_hierarchy_set *set = round->set;
+  set->run_level(set->roots[i], round->accesses, NULL, round->count, 255);
+  return run_children(set, set->roots[i]);
+}
+
 static int simulate(ms_hierarchy_set *set, const ms_access *accesses, size_t count) {
-  for (int i = 0; i < set->root_count; i++) {
-    set->run_level(set->roots[i], accesses, NULL, count, 255);
-    int rc = run_children(set, set->roots[i]);
-    if (rc < 0) return rc;
-  }
+  simulation_round round = {set, accesses, count};
+  return jobs_run(set->pool, set->root_count, simulate_root, &round);
+}
+
+int ms_hierarchy_set_threads(ms_hierarchy_set *set, int threads) {
+  if (threads < 0) return ms_error_set(MS_ERR_ARG, "cache simulation: %d threads", threads);
+  int rc = ms_hierarchy_set_flush(set);
+  if (rc < 0) return rc;
+  jobs_free(set->pool);
+  set->pool = set->count > 1 ? jobs_new(jobs_threads(threads, set->root_count)) : NULL;
   return MS_OK;
 }
 

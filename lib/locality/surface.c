@@ -70,12 +70,10 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../core/jobs.h"
 #include "memsnap/error.h"
 #include "memsnap/surface.h"
 #include "reuse_stack.h"
@@ -109,25 +107,10 @@ typedef struct near_stack {
 } near_stack;
 
 /* Threads for the exact surface: the widths are independent streams, so each batch's
- * widths are shared out among the builder's thread and pool->count workers, each taking
- * the next width not yet taken (widths 4 and 8 cost about twice the others); the batch
- * is done when all are. Per batch, not per access: a batch of 4096 accesses is 0.4-1 ms
- * of work for 8 widths, against microseconds of wake-up. */
-typedef struct surface_pool {
-  pthread_t threads[MS_SURFACE_MAX_WIDTHS];
-  int count; /* workers started */
-  pthread_mutex_t lock;
-  pthread_cond_t start, done;
-  uint64_t generation; /* batches handed out */
-  int busy;            /* workers still on the current batch */
-  int stop;
-  const ms_batch *batch;
-  atomic_int next_width;
-  int error;               /* the batch's first error, 0 if none (under lock) */
-  char error_message[512]; /* its message, for the builder's thread */
-  ms_surface_builder *builder;
-} surface_pool;
-
+ * widths are shared out among the builder's thread and the pool's workers (lib/core/jobs.h;
+ * widths 4 and 8 cost about twice the others, and each thread takes the next width not yet
+ * taken); the batch is done when all are. Per batch, not per access: a batch of 4096
+ * accesses is 0.4-1 ms of work for 8 widths, against microseconds of wake-up. */
 struct ms_surface_builder {
   ms_surface_config config;
   int width_shift[MS_SURFACE_MAX_WIDTHS];
@@ -152,7 +135,8 @@ struct ms_surface_builder {
   uint64_t repeats[MS_SURFACE_MAX_WIDTHS];
   uint64_t last_line[MS_SURFACE_MAX_WIDTHS];
   int has_last_line[MS_SURFACE_MAX_WIDTHS];
-  surface_pool *pool; /* exact surfaces with more than one thread */
+  jobs *pool;                 /* exact surfaces on more than one thread */
+  const ms_batch *pool_batch; /* the batch the pool's jobs take */
   uint64_t accesses;
   uint64_t sample_limit; /* observe a line iff its 24-bit hash < sample_limit (2^24: all) */
   uint64_t probe_limit;  /* the larger of sample_limit and near_limit: the passes' test */
@@ -163,9 +147,6 @@ struct ms_surface_builder {
   uint64_t salt[MS_SURFACE_MAX_WIDTHS];
   int64_t lane_shift[8], lane_salt[8]; /* widths as vector lanes (vector passes, <= 8 widths) */
 };
-
-static surface_pool *pool_new(ms_surface_builder *b, int workers);
-static void pool_free(surface_pool *pool);
 
 void ms_surface_config_default(ms_surface_config *config) {
   memset(config, 0, sizeof *config);
@@ -386,18 +367,15 @@ int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder *
       config->sample_rate < 1.0 ? (uint64_t)(config->sample_rate * (double)(1u << 24)) : (1u << 24);
   b->near_limit = b->near_count > 0 ? (uint64_t)(b->near_rate * (double)(1u << 24)) : 0;
   b->probe_limit = b->near_limit > b->sample_limit ? b->near_limit : b->sample_limit;
-  if (config->sample_rate >= 1.0 && config->width_count > 1) {
-    long cpus = config->threads > 0 ? config->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cpus < 1 ? 1 : cpus > config->width_count ? config->width_count : (int)cpus;
-    if (threads > 1) b->pool = pool_new(b, threads - 1);
-  }
+  if (config->sample_rate >= 1.0)
+    b->pool = jobs_new(jobs_threads(config->threads, config->width_count));
   *out = b;
   return MS_OK;
 }
 
 void ms_surface_builder_free(ms_surface_builder *builder) {
   if (!builder) return;
-  pool_free(builder->pool);
+  jobs_free(builder->pool);
   for (int i = 0; i < builder->config.width_count; i++)
     reuse_stack_free(&builder->stacks[i]);
   free(builder);
@@ -427,94 +405,9 @@ static int add_width(ms_surface_builder *b, int i, const ms_batch *batch) {
   return MS_OK;
 }
 
-/* Takes widths of the pool's batch until none is left (any thread). */
-static void pool_take_widths(surface_pool *pool) {
-  ms_surface_builder *b = pool->builder;
-  for (;;) {
-    int i = atomic_fetch_add(&pool->next_width, 1);
-    if (i >= b->config.width_count) return;
-    int rc = add_width(b, i, pool->batch);
-    if (rc < 0) {
-      pthread_mutex_lock(&pool->lock);
-      if (!pool->error) {
-        pool->error = rc;
-        snprintf(pool->error_message, sizeof pool->error_message, "%s", ms_error_message());
-      }
-      pthread_mutex_unlock(&pool->lock);
-    }
-  }
-}
-
-static void *pool_worker(void *argument) {
-  surface_pool *pool = argument;
-  uint64_t seen = 0;
-  pthread_mutex_lock(&pool->lock);
-  for (;;) {
-    while (!pool->stop && pool->generation == seen)
-      pthread_cond_wait(&pool->start, &pool->lock);
-    if (pool->stop) break;
-    seen = pool->generation;
-    pthread_mutex_unlock(&pool->lock);
-    pool_take_widths(pool);
-    pthread_mutex_lock(&pool->lock);
-    if (--pool->busy == 0) pthread_cond_signal(&pool->done);
-  }
-  pthread_mutex_unlock(&pool->lock);
-  return NULL;
-}
-
-static void pool_free(surface_pool *pool) {
-  if (!pool) return;
-  pthread_mutex_lock(&pool->lock);
-  pool->stop = 1;
-  pthread_cond_broadcast(&pool->start);
-  pthread_mutex_unlock(&pool->lock);
-  for (int t = 0; t < pool->count; t++)
-    pthread_join(pool->threads[t], NULL);
-  pthread_cond_destroy(&pool->start);
-  pthread_cond_destroy(&pool->done);
-  pthread_mutex_destroy(&pool->lock);
-  free(pool);
-}
-
-/* Starts up to `workers` threads (fewer if the system refuses more); NULL when none
- * started, and the builder works alone. */
-static surface_pool *pool_new(ms_surface_builder *b, int workers) {
-  surface_pool *pool = calloc(1, sizeof *pool);
-  if (!pool) return NULL;
-  pool->builder = b;
-  pthread_mutex_init(&pool->lock, NULL);
-  pthread_cond_init(&pool->start, NULL);
-  pthread_cond_init(&pool->done, NULL);
-  for (int t = 0; t < workers; t++) {
-    if (pthread_create(&pool->threads[t], NULL, pool_worker, pool) != 0) break;
-    pool->count++;
-  }
-  if (pool->count == 0) {
-    pool_free(pool);
-    return NULL;
-  }
-  return pool;
-}
-
-/* The exact widths of one batch, shared with the pool's workers. */
-static int pool_add(surface_pool *pool, const ms_batch *batch) {
-  pthread_mutex_lock(&pool->lock);
-  pool->batch = batch;
-  atomic_store(&pool->next_width, 0);
-  pool->error = 0;
-  pool->busy = pool->count;
-  pool->generation++;
-  pthread_cond_broadcast(&pool->start);
-  pthread_mutex_unlock(&pool->lock);
-  pool_take_widths(pool);
-  pthread_mutex_lock(&pool->lock);
-  while (pool->busy > 0)
-    pthread_cond_wait(&pool->done, &pool->lock);
-  int rc = pool->error;
-  pthread_mutex_unlock(&pool->lock);
-  if (rc < 0) return ms_error_set(rc, "%s", pool->error_message);
-  return MS_OK;
+static int width_job(void *context, int i) {
+  ms_surface_builder *b = context;
+  return add_width(b, i, b->pool_batch);
 }
 
 /* SHARDS sampling hash of a line of width i: Fibonacci hashing of the line plus a per-width
@@ -793,7 +686,8 @@ __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_sur
 
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
   if (b->pool && batch->count > 0) {
-    int rc = pool_add(b->pool, batch);
+    b->pool_batch = batch;
+    int rc = jobs_run(b->pool, b->config.width_count, width_job, b);
     if (rc < 0) return rc;
     b->accesses += batch->count;
     return MS_OK;
