@@ -526,7 +526,8 @@ static void assert_same_stats(const ms_hierarchy *a, const ms_hierarchy *b, int 
   }
 }
 
-static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_policy) {
+static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_policy,
+                           int threads) {
   int count = ms_hierarchy_catalog_count();
   ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
   for (int i = 0; i < count; i++) {
@@ -549,6 +550,7 @@ static void check_one_pass(ms_cache_policy policy, ms_cache_write_policy write_p
   }
   ms_hierarchy_set *set;
   assert_int_equal(ms_hierarchy_set_new(configs, count, &set), MS_OK);
+  assert_int_equal(ms_hierarchy_set_threads(set, threads), MS_OK);
   int levels = 0;
   for (int i = 0; i < count; i++)
     levels += configs[i].level_count;
@@ -667,9 +669,10 @@ static void test_compact_tags_equal_wide(void **state) {
 
 static void test_one_pass_equals_separate(void **state) {
   (void)state;
-  check_one_pass(MS_CACHE_LRU, MS_CACHE_WRITE_BACK);
-  check_one_pass(MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK);
-  check_one_pass(MS_CACHE_PLRU, MS_CACHE_WRITE_THROUGH);
+  /* the set's first levels on one thread per CPU, on one, and on more than CPUs */
+  check_one_pass(MS_CACHE_LRU, MS_CACHE_WRITE_BACK, 0);
+  check_one_pass(MS_CACHE_RANDOM, MS_CACHE_WRITE_BACK, 1);
+  check_one_pass(MS_CACHE_PLRU, MS_CACHE_WRITE_THROUGH, 5);
 }
 
 static void test_reports(void **state) {
