@@ -171,6 +171,18 @@ static void test_closed_channel_is_reported(void **state) {
   assert_true(rt_trace_info(&trace)->flags & MS_STREAM_TRUNCATED);
   assert_int_equal(rt_trace_info(&trace)->exit_status, 0);
   rt_trace_free(&trace);
+  /* the program's own file on the channel's numbers: the runtime leaves it alone (it
+   * wrote its notices into it before, and closed it at exit) */
+  assert_int_equal(test_run("cd '%s' && : > mine", dir), 0);
+  assert_int_equal(
+      test_memsnap_in(dir, "record -q --via=rt -o reused.mtr -- '%s' 5000 mine", kernel), 0);
+  char *mine = test_read_in(dir, "mine");
+  assert_non_null(mine);
+  assert_string_equal(mine, "");
+  free(mine);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "stopped arriving before it ended"));
+  free(err);
   /* through Valgrind, the same program is whole: its 5000 stores are in the trace */
   assert_int_equal(test_memsnap_in(dir, "record -q --via=valgrind -o vg.mtr -- '%s' 5000", kernel),
                    0);

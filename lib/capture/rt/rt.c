@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -159,6 +160,11 @@ static pthread_key_t thread_key;
 
 /* The channel (under the lock). */
 static int notice_fd = -1, credit_fd = -1;
+/* The sockets behind them: a program that closes descriptors it did not open may get the
+ * same numbers back for its own files, which the runtime must then never write, read or
+ * close (channel_ours). */
+static dev_t notice_dev, credit_dev;
+static ino_t notice_ino, credit_ino;
 static unit *slots;
 static uint32_t slot_index, slots_in_flight;
 static uint64_t *slot_pos, *slot_end; /* in 8-byte words */
@@ -258,12 +264,12 @@ static char *append_number(char *to, const char *end, uint64_t value) {
 }
 
 /* The notice channel is a socket (memsnap makes it one): MSG_NOSIGNAL turns a vanished
- * reader into EPIPE instead of killing the program with SIGPIPE. */
+ * reader into EPIPE instead of killing the program with SIGPIPE, and send() fails on
+ * anything else the descriptor may have become. */
 static int write_all(int fd, const void *data, size_t bytes) {
   const char *p = data;
   while (bytes > 0) {
     ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK) n = write(fd, p, bytes);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     p += n;
@@ -343,6 +349,29 @@ static inline uint64_t pack_slot(uint32_t site, uint32_t tag, uint32_t size, uin
   return (uint64_t)tag << 56 | (uint64_t)size << 48 | (uint64_t)(field & 0xffff) << 32 | site;
 }
 
+static int same_file(int fd, dev_t dev, ino_t ino) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+static void remember_channel(void) {
+  struct stat st;
+  if (notice_fd >= 0 && fstat(notice_fd, &st) == 0) notice_dev = st.st_dev, notice_ino = st.st_ino;
+  if (credit_fd >= 0 && fstat(credit_fd, &st) == 0) credit_dev = st.st_dev, credit_ino = st.st_ino;
+}
+
+/* Whether both descriptors are still the channel's sockets (async-signal-safe). If the
+ * program closed them, they are forgotten: the stream ends there, truncated, and memsnap
+ * says so. */
+static int channel_ours(void) {
+  if ((notice_fd < 0 || same_file(notice_fd, notice_dev, notice_ino)) &&
+      (credit_fd < 0 || same_file(credit_fd, credit_dev, credit_ino)))
+    return 1;
+  notice_fd = -1;
+  credit_fd = -1;
+  return 0;
+}
+
 static void break_channel(void) {
   channel_broken = 1;
   slot_pos = slot_words(0); /* records keep landing in slot 0, never sent */
@@ -354,6 +383,10 @@ static void submit_slot(void) {
     slot_pos = slot_words(0);
     return;
   }
+  if (!channel_ours()) {
+    break_channel();
+    return;
+  }
   unit notice = {(uint64_t)(slot_pos - slot_words(slot_index)) * sizeof(uint64_t),
                  pack(slot_index, TAG_CHUNK, 0, 0)};
   if (write_all(notice_fd, &notice, sizeof notice) != 0) {
@@ -363,7 +396,7 @@ static void submit_slot(void) {
   slots_in_flight++;
   while (slots_in_flight >= SLOT_COUNT) {
     unsigned char credits[64];
-    ssize_t n = read(credit_fd, credits, sizeof credits);
+    ssize_t n = recv(credit_fd, credits, sizeof credits, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       break_channel();
@@ -939,7 +972,7 @@ EXPORT void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; }
 /*------------------------------------------------------------*/
 
 static void close_channel(void) {
-  if (notice_fd >= 0) close(notice_fd);
+  if (notice_fd >= 0 && channel_ours()) close(notice_fd);
   notice_fd = -1;
 }
 
@@ -947,7 +980,7 @@ static void close_channel(void) {
  * renaming the finished trace into place. Bounded, so that a stuck writer cannot hang
  * the program's exit (60 s). */
 static void wait_for_writer(void) {
-  if (!helper_mode || credit_fd < 0) return;
+  if (!helper_mode || credit_fd < 0 || !channel_ours()) return;
   for (int waited = 0; waited < 600;) {
     struct pollfd p = {credit_fd, POLLIN, 0};
     int r = poll(&p, 1, 100);
@@ -957,7 +990,7 @@ static void wait_for_writer(void) {
       continue;
     }
     unsigned char credits[64];
-    ssize_t n = read(credit_fd, credits, sizeof credits);
+    ssize_t n = recv(credit_fd, credits, sizeof credits, 0);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
   }
   close(credit_fd);
@@ -1014,7 +1047,8 @@ static void fatal_handler(int signal_number) {
     submit_partial_slot();
   }
   int was_active = __atomic_exchange_n(&ms_rt_state, STATE_OFF, __ATOMIC_ACQ_REL) == STATE_ACTIVE;
-  if (was_active && notice_fd >= 0) (void)write_all(notice_fd, &notice, sizeof notice);
+  if (was_active && notice_fd >= 0 && channel_ours())
+    (void)write_all(notice_fd, &notice, sizeof notice);
   close_channel();
   wait_for_writer(); /* touches only the credit socket: safe even inside a flush */
   if (locked) unlock();
@@ -1090,6 +1124,7 @@ static int attach_channel(const char *text) {
   int shm = fds[1];
   int rc = map_slots(shm);
   close(shm);
+  remember_channel();
   return rc == 0 ? send_hello() : -1;
 }
 
@@ -1178,6 +1213,7 @@ static int start_writer(const char *output) {
   int rc = map_slots(shm);
   close(shm);
   helper_mode = 1;
+  remember_channel();
   return rc == 0 ? send_hello() : -1;
 fail:
   if (shm >= 0) close(shm);
