@@ -15,10 +15,10 @@
  * the 8 widths still took 1.41 s on random_gather, 1.15 s on matmul and 0.73 s on gather,
  * against 1.84 / 1.02 / 0.84 s at 65536 (CPU time, the same session): about 20 ns of
  * hashing, probing, mark counting and branches per line reference and width. 8x one
- * simulator pass is one L1-resident set lookup's time per width and access; that would
- * take one structure shared by the widths (a line's reuse distance never grows with the
- * width, so the zone at width w bounds the zones at the larger widths) rather than a
- * cheaper stack per width. The sampled pass's speed-up over the exact pass fell with it,
+ * simulator pass is one L1-resident set lookup's time per width and access. One structure
+ * shared by the widths for the lines' times (2 lookups per access instead of 8, dropped
+ * lines left stale) was built and measured: 15% on matmul, where 65% of the time was then
+ * the marks and boundaries themselves (docs/locality.md, not kept). The sampled pass's speed-up over the exact pass fell with it,
  * from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather); its AVX-512 version
  * (add_sampled_avx512) brought it back to 20.5x / 28.2x / 29.9x (bench_surface run
  * interleaved with the AVX2 pass's 14.5x / 20.0x / 21.6x: sampled 0.0683 -> 0.0483 s,
