@@ -205,48 +205,47 @@ ms_source *cli_open_source(const char *command, const char *path, int program_ar
   return source;
 }
 
+/* The notes on how a live program's stream ended, each told once. */
+enum { TOLD_EXEC = 1, TOLD_CHILDREN = 2, TOLD_LOST = 4, TOLD_SIGILL = 8 };
+
+static int tell_once(int *told, int which) {
+  if (*told & which) return 0;
+  *told |= which;
+  return 1;
+}
+
 int cli_program_status(const ms_source *source) {
+  if (source != live_source) return 0;
   const ms_stream_info *info = ms_source_info(source);
+  const char *program = info->program ? info->program : "the program";
   static int told;
-  if (source == live_source && (info->flags & MS_STREAM_EXEC) && !told) {
-    told = 1;
+  if ((info->flags & MS_STREAM_EXEC) && tell_once(&told, TOLD_EXEC))
     fprintf(stderr,
             "memsnap: note: %s replaced itself with another program (execve), which was not "
             "followed (--no-follow-exec, or a setuid, setgid or non-amd64 program, which "
             "Valgrind cannot run): the accesses are only those from before the exec.\n",
-            info->program ? info->program : "the program");
-  }
-  static int told_children;
-  if (source == live_source && info->children && !told_children) {
-    told_children = 1;
+            program);
+  if (info->children && tell_once(&told, TOLD_CHILDREN))
     fprintf(stderr,
             "memsnap: note: %s started %u other process%s (fork, system, posix_spawn), whose "
             "accesses are not observed: capture through Valgrind follows one process (and "
             "the programs it execs).\n",
-            info->program ? info->program : "the program", info->children,
-            info->children == 1 ? "" : "es");
-  }
-  static int told_lost;
-  if (source == live_source && (info->flags & MS_STREAM_TRUNCATED) &&
-      !(info->flags & MS_STREAM_EXEC) && info->exit_status >= 0 && info->exit_status < 128 &&
-      !told_lost) {
-    told_lost = 1;
+            program, info->children, info->children == 1 ? "" : "es");
+  if ((info->flags & MS_STREAM_TRUNCATED) && !(info->flags & MS_STREAM_EXEC) &&
+      info->exit_status >= 0 && info->exit_status < 128 && tell_once(&told, TOLD_LOST))
     fprintf(stderr,
             "memsnap: note: the accesses of %s stopped arriving before it ended (it exited with "
             "status %d, but its stream has no end): it most likely closed file descriptors it "
             "had not opened, among them memsnap's capture channel. The trace holds what came "
             "before (truncated).\n",
-            info->program ? info->program : "the program", info->exit_status);
-  }
-  static int told_sigill;
-  if (source == live_source && info->exit_status == 128 + SIGILL && info->capture &&
-      strcmp(info->capture, "valgrind") == 0 && !told_sigill) {
-    told_sigill = 1;
+            program, info->exit_status);
+  if (info->exit_status == 128 + SIGILL && info->capture &&
+      strcmp(info->capture, "valgrind") == 0 && tell_once(&told, TOLD_SIGILL)) {
     fprintf(stderr,
             "memsnap: note: %s was killed by SIGILL under Valgrind. If Valgrind's \"Illegal "
             "opcode\" is at an instruction of the program's own code (not a trap it set), "
             "Valgrind cannot execute it: ",
-            info->program ? info->program : "the program");
+            program);
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx512f"))
       fprintf(stderr, "it has no AVX-512, which a build with -march=native uses on this CPU. "
@@ -258,7 +257,7 @@ int cli_program_status(const ms_source *source) {
                       "whose capture runs the program natively. ");
     fprintf(stderr, "The trace holds the accesses made before it (truncated).\n");
   }
-  return source == live_source && info->exit_status > 0 ? info->exit_status : 0;
+  return info->exit_status > 0 ? info->exit_status : 0;
 }
 
 int cli_parse_count(const char *text, uint64_t *value) {
