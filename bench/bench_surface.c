@@ -43,13 +43,18 @@ static double time_sim(const bench_trace *trace) {
   return elapsed;
 }
 
-/* CPU time of one pass (threads: 1 for the cost; 0, one per CPU, for the wall time). */
-static double time_surface(const bench_trace *trace, double rate, int threads, ms_surface *out,
-                           double *wall) {
+/* CPU time of one pass (threads: 1 for the cost; 0, one per CPU, for the wall time; width:
+ * 0 for the default 8 widths, else that width alone). */
+static double time_surface_of(const bench_trace *trace, double rate, int threads, uint32_t width,
+                              ms_surface *out, double *wall) {
   ms_surface_config config;
   ms_surface_config_default(&config);
   config.sample_rate = rate;
   config.threads = threads;
+  if (width) {
+    config.width_count = 1;
+    config.widths[0] = width;
+  }
   ms_surface_builder *builder;
   if (ms_surface_builder_new(&config, &builder) < 0) die();
   double w0 = bench_now();
@@ -64,6 +69,11 @@ static double time_surface(const bench_trace *trace, double rate, int threads, m
   ms_surface_builder_result(builder, out);
   ms_surface_builder_free(builder);
   return elapsed;
+}
+
+static double time_surface(const bench_trace *trace, double rate, int threads, ms_surface *out,
+                           double *wall) {
+  return time_surface_of(trace, rate, threads, 0, out, wall);
 }
 
 int main(int argc, char **argv) {
@@ -120,6 +130,19 @@ int main(int argc, char **argv) {
   printf("  ratio surface/sim %.2fx (target <= 8x)\n", full / sim);
   printf("  exact surface wall time: %.4f s on 1 thread, %.4f s on %ld (one per CPU): %.2fx\n",
          full_wall, parallel_wall, sysconf(_SC_NPROCESSORS_ONLN), full_wall / parallel_wall);
+  /* the floor of the 8x bar with one stack per width: what single widths cost */
+  printf("  one width alone (CPU, best of 2):");
+  static const uint32_t alone[] = {4, 64, 512};
+  for (int w = 0; w < 3; w++) {
+    static ms_surface one;
+    double best = 1e30;
+    for (int r = 0; r < 2; r++) {
+      double t = time_surface_of(&trace, 1.0, 1, alone[w], &one, NULL);
+      if (t < best) best = t;
+    }
+    printf("  %u B %.4f s = %.2fx sim", alone[w], best, best / sim);
+  }
+  printf("\n");
   printf("  ratio exact/sampled %.1fx (target >= 20x)\n", full / shards);
   printf("  sampled mean absolute error %.4f at depth >= 256 (target <= 0.01; max %.4f), "
          "%.4f at all depths\n",
