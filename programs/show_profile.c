@@ -68,11 +68,24 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
            "  class %s, %s\n  first address 0x%" PRIx64 "\n",
            s, place, site->thread, ms_access_kind_name((ms_access_kind)site->kind), site->size,
            site->count, share, ms_stride_class_name(site->cls), storage(site), site->first_address);
-    if (site->lossy)
+    if (site->lossy) {
       printf("  addresses in 0x%" PRIx64 "-0x%" PRIx64 ", multiples of %" PRIu64
              " from the first\n",
              site->low, site->high, site->alignment);
-    else
+      if (site->stride_count && site->count > 1) {
+        uint64_t kept = 0;
+        printf("  strides");
+        for (uint32_t i = 0; i < site->stride_count; i++) {
+          printf("%s %+" PRId64 " %.1f%%", i ? "," : "", site->top_stride[i],
+                 100.0 * (double)site->top_stride_times[i] / (double)(site->count - 1));
+          kept += site->top_stride_times[i];
+        }
+        printf(", jumps %.1f%%\n",
+               100.0 * (double)(site->count - 1 - kept) / (double)(site->count - 1));
+      } else {
+        printf("  no frequent stride: every address drawn from the histogram\n");
+      }
+    } else
       printf("  pattern %s\n", pattern ? pattern : "");
   }
   free(pattern);

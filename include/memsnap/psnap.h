@@ -186,7 +186,8 @@ void ms_stride_decoding_free(ms_stride_decoding *decoding);
 /* ---- Profiles ------------------------------------------------------------------------- */
 
 #define MS_PSNAP_HISTOGRAM_BINS 32
-#define MS_PSNAP_SEGMENTS 8 /* a lossy site's accesses in 8 periods, one histogram each */
+#define MS_PSNAP_SEGMENTS 8     /* a lossy site's accesses in 8 periods, one histogram each */
+#define MS_PSNAP_TOP_STRIDES 16 /* a lossy site's most frequent strides kept */
 
 typedef struct ms_psnap_site {
   uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
@@ -202,6 +203,13 @@ typedef struct ms_psnap_site {
   uint64_t alignment; /* every address is first_address + k * alignment */
   /* accesses per 1/32 of the range, in each eighth of the site's accesses */
   uint64_t histogram[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS];
+  /* its most frequent strides, most frequent first, and how many of its count - 1 strides
+   * each stands for (estimated from the strides seen once the site was found irregular);
+   * the others, count - 1 minus their sum, are jumps drawn from the histogram. 0 strides:
+   * every address from the histogram (PSnAP's random stream). */
+  uint32_t stride_count;
+  int64_t top_stride[MS_PSNAP_TOP_STRIDES];
+  uint64_t top_stride_times[MS_PSNAP_TOP_STRIDES];
   uint64_t *addresses; /* --lossless: every address, count of them */
 } ms_psnap_site;
 

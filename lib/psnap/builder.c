@@ -31,6 +31,18 @@
  * arrays grow with the site's accesses, so small sites stay small. */
 #define RESERVOIR 65536
 
+/* A lossy site's frequent strides: the space-saving counters of Metwally et al. (each
+ * count overestimates by at most its `error`), kept from the point where the site's
+ * history and fold both gave up; a found stride moves one place forward, so that the
+ * frequent ones are met first. */
+#define TOP_COUNTERS 32
+typedef struct top_strides {
+  int64_t stride[TOP_COUNTERS];
+  uint64_t count[TOP_COUNTERS], error[TOP_COUNTERS];
+  uint32_t used;
+  uint64_t tracked; /* strides counted */
+} top_strides;
+
 typedef struct site_state {
   uint64_t key;
   uint32_t trace_site;
@@ -43,6 +55,7 @@ typedef struct site_state {
   uint32_t sample_count, sample_capacity;
   uint64_t *all;
   size_t all_capacity;
+  top_strides *tops; /* once the history and the fold are over their caps */
 } site_state;
 
 typedef struct transition {
@@ -221,6 +234,39 @@ static int is_selected(builder *b, const ms_stream_info *info, uint32_t trace_si
   return ms_psnap_filter_keeps(b->filter, info->sites, trace_site);
 }
 
+static int count_stride(site_state *s, int64_t stride) {
+  top_strides *t = s->tops;
+  if (!t && !(t = s->tops = calloc(1, sizeof *t)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  t->tracked++;
+  for (uint32_t i = 0; i < t->used; i++)
+    if (t->stride[i] == stride) {
+      t->count[i]++;
+      if (i > 0 && t->count[i] > t->count[i - 1]) { /* one place forward */
+        int64_t sv = t->stride[i];
+        uint64_t cv = t->count[i], ev = t->error[i];
+        t->stride[i] = t->stride[i - 1], t->count[i] = t->count[i - 1],
+        t->error[i] = t->error[i - 1];
+        t->stride[i - 1] = sv, t->count[i - 1] = cv, t->error[i - 1] = ev;
+      }
+      return 0;
+    }
+  uint32_t slot = t->used;
+  if (slot < TOP_COUNTERS) {
+    t->used++;
+    t->count[slot] = 0;
+    t->error[slot] = 0;
+  } else { /* replace the least counted: the newcomer inherits its count as error */
+    slot = 0;
+    for (uint32_t i = 1; i < TOP_COUNTERS; i++)
+      if (t->count[i] <= t->count[slot]) slot = i;
+    t->error[slot] = t->count[slot];
+  }
+  t->stride[slot] = stride;
+  t->count[slot]++;
+  return 0;
+}
+
 static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
   if (2 * (t->transition_count + 1) > t->transition_capacity) {
     uint32_t capacity = t->transition_capacity ? t->transition_capacity * 2 : 256;
@@ -294,6 +340,8 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
       rc = ms_fold_push(s->fold, stride);
       if (rc == MS_FOLD_OVER_CAP) rc = 0;
     }
+    if (rc == 0 && s->history.overflowed && (s->tops || ms_fold_over_cap(s->fold)))
+      rc = count_stride(s, stride);
     if (rc < 0) return rc;
   }
   s->last = address;
@@ -461,6 +509,27 @@ static void make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
       out->histogram[g][i] =
           per_segment[g] ? (bins[g][i] * accesses + per_segment[g] / 2) / per_segment[g] : 0;
   }
+  top_strides *t = s->tops;
+  uint64_t strides = s->count ? s->count - 1 : 0, kept = 0;
+  for (uint32_t n = 0; t && t->tracked && n < MS_PSNAP_TOP_STRIDES; n++) {
+    /* the largest guaranteed count (count - error) not taken yet */
+    uint32_t best = TOP_COUNTERS;
+    for (uint32_t i = 0; i < t->used; i++)
+      if (t->count[i] > t->error[i] &&
+          (best == TOP_COUNTERS || t->count[i] - t->error[i] > t->count[best] - t->error[best]))
+        best = i;
+    /* a stride under 0.5% of those counted is noise, not a habit of the site */
+    if (best == TOP_COUNTERS || (t->count[best] - t->error[best]) * 200 < t->tracked) break;
+    /* scaled from the strides counted to all of the site's */
+    uint64_t times = (uint64_t)((double)(t->count[best] - t->error[best]) / (double)t->tracked *
+                                    (double)strides +
+                                0.5);
+    t->count[best] = t->error[best]; /* taken */
+    if (times == 0 || kept + times > strides) break;
+    out->top_stride[out->stride_count] = t->stride[best];
+    out->top_stride_times[out->stride_count++] = times;
+    kept += times;
+  }
   if (b->options.lossless) {
     out->addresses = s->all;
     s->all = NULL;
@@ -602,6 +671,7 @@ static void builder_destroy(ms_sink *sink) {
     free(b->sites[i].sample);
     free(b->sites[i].sample_position);
     free(b->sites[i].all);
+    free(b->sites[i].tops);
   }
   for (uint32_t t = 0; t < b->thread_count; t++) {
     ms_fold_free(b->threads[t].order);

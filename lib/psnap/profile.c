@@ -203,6 +203,15 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
         fprintf(out, " %" PRIu64, site->histogram[g][b]);
       fputc('\n', out);
     }
+  if (site->lossy && site->stride_count) {
+    uint64_t kept = 0;
+    fputs("  strides", out);
+    for (uint32_t i = 0; i < site->stride_count; i++) {
+      fprintf(out, " %+" PRId64 ":%" PRIu64, site->top_stride[i], site->top_stride_times[i]);
+      kept += site->top_stride_times[i];
+    }
+    fprintf(out, " other %" PRIu64 "\n", site->count - 1 - kept);
+  }
   return 0;
 }
 
@@ -814,13 +823,50 @@ static int read_at(reader *r, char **file, uint64_t *line) {
   return 0;
 }
 
+/* `strides S:N ... other N` of a lossy site: its frequent strides (signed) and how many
+ * strides each stands for; the counts and `other` add up to the site's count - 1. */
+static int read_strides(reader *r, ms_psnap_site *site) {
+  uint64_t kept = 0, other;
+  while (!key_is(r, "other")) {
+    if (r->p == r->end) return read_error(r, "expected 'other N' at the end of the strides");
+    if (site->stride_count == MS_PSNAP_TOP_STRIDES)
+      return read_error(r, "more than %d strides", MS_PSNAP_TOP_STRIDES);
+    char sign = *r->p;
+    if (sign != '+' && sign != '-')
+      return read_error(r, "expected a stride with its sign (+8, -64)");
+    r->p++;
+    uint64_t magnitude, times;
+    int rc = read_unsigned(r, 10, &magnitude);
+    if (rc < 0) return rc;
+    if (magnitude > (sign == '-' ? (uint64_t)1 << 63 : INT64_MAX))
+      return read_error(r, "stride out of the 64-bit range");
+    if (r->p == r->end || *r->p != ':') return read_error(r, "expected ':' and a count");
+    r->p++;
+    if ((rc = read_unsigned(r, 10, &times)) < 0) return rc;
+    if (times == 0) return read_error(r, "a stride counted 0 times");
+    if (__builtin_add_overflow(kept, times, &kept)) return read_error(r, "counts overflow");
+    site->top_stride[site->stride_count] =
+        sign == '-' ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+    site->top_stride_times[site->stride_count++] = times;
+  }
+  int rc = read_unsigned(r, 10, &other);
+  if (rc == 0) rc = read_end(r);
+  if (rc == 0 &&
+      (site->count == 0 || __builtin_add_overflow(kept, other, &kept) || kept != site->count - 1))
+    rc = read_error(r,
+                    "the strides' counts and other add up to %" PRIu64 ", not the site's %" PRIu64
+                    " strides (count - 1)",
+                    kept, site->count ? site->count - 1 : 0);
+  return rc;
+}
+
 /* sN KIND SIZE xCOUNT [tTHREAD] @FIRST STORAGE [class=C] [at FILE:LINE] [pc=PC]
  * [in FUNCTION], then indented histogram or addresses lines. r is at the site line. */
 static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   ms_psnap_site *site = &profile->sites[id];
   char *function = NULL, *file = NULL;
   uint64_t line = 0, pc = 0, value = 0;
-  int rc = 0, stored = 0, histograms = 0, explicit_class = -1;
+  int rc = 0, stored = 0, histograms = 0, strides = 0, explicit_class = -1;
   ms_psnap_expr_init(&site->pattern);
   if (r->p >= r->end || *r->p != 's')
     return read_error(r, "expected 's%u' (the header declares %u sites)", id, profile->site_count);
@@ -904,17 +950,22 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   /* indented continuation lines */
   while (rc == 0 && next_line(r)) {
     if (r->p == r->line) break;
-    if (stored == 1 && key_is(r, "histogram")) {
+    if (stored == 1 && !strides && key_is(r, "histogram")) {
       if (histograms == MS_PSNAP_SEGMENTS)
         rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
       for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
         rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
       histograms++;
       if (rc == 0) rc = read_end(r);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides && key_is(r, "strides")) {
+      strides = 1;
+      rc = read_strides(r, site);
     } else if (stored == 2 && !site->addresses && key_is(r, "addresses"))
       rc = read_addresses(r, site);
     else
-      rc = read_error(r, stored == 1   ? "expected a histogram line"
+      rc = read_error(r, stored == 1   ? (histograms == MS_PSNAP_SEGMENTS && !strides
+                                              ? "expected a strides line or the next site"
+                                              : "expected a histogram line")
                          : stored == 2 ? "expected one addresses line"
                                        : "an exact site has no indented lines");
   }

@@ -3,6 +3,7 @@
  * stream is regular; text -> parse -> text is identical; seeking gives the same accesses
  * as replaying from the start; an edited count or stride changes the replay; malformed
  * profiles are rejected with file, line and column. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -371,6 +372,94 @@ static void rows_replay_exactly(void **state) {
   }
 }
 
+static void expect_rejected(const char *text, const char *where);
+
+/* A lossy site whose strides are mostly +8 (80%) and -64 (10%), with jumps: the profile
+ * keeps those two strides with their shares, replays them in about those shares (less a
+ * fresh start every 64 accesses), inside the site's range and on its alignment, from
+ * anywhere (--from); its text round-trips and a bad strides line is rejected. */
+static void lossy_sites_walk_their_strides(void **state) {
+  (void)state;
+  enum { N = 30000 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t address = 0x100000, x = 99;
+  for (int i = 0; i < N; i++) {
+    emit(&s, 0, 0, address, 8, MS_LOAD);
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned r = (unsigned)(x >> 33) % 100;
+    uint64_t next = r < 80   ? address + 8
+                    : r < 90 ? address - 64
+                             : 0x100000 + (x >> 40) % 100000 * 8;
+    address = next < 0x100000 || next >= 0x100000 + 800000 ? 0x100000 + 400000 : next;
+  }
+  ms_psnap_profile built = build(&s, 0);
+  assert_int_equal(built.site_count, 1);
+  const ms_psnap_site *site = &built.sites[0];
+  assert_true(site->lossy);
+  assert_true(site->stride_count >= 2);
+  assert_true(site->top_stride[0] == 8 && site->top_stride[1] == -64);
+  assert_true(fabs((double)site->top_stride_times[0] / (N - 1) - 0.80) < 0.02);
+  assert_true(fabs((double)site->top_stride_times[1] / (N - 1) - 0.10) < 0.02);
+  char *text = to_text(&built);
+  assert_non_null(strstr(text, "\n  strides +8:"));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  assert_int_equal(whole.count, N);
+  size_t plus8 = 0, minus64 = 0;
+  for (size_t i = 0; i < whole.count; i++) {
+    uint64_t a = whole.accesses[i].address;
+    assert_true(a >= parsed.sites[0].low && a <= parsed.sites[0].high);
+    assert_int_equal((a - parsed.sites[0].first_address) % parsed.sites[0].alignment, 0);
+    if (i > 0) {
+      int64_t stride = (int64_t)(a - whole.accesses[i - 1].address);
+      plus8 += stride == 8;
+      minus64 += stride == -64;
+    }
+  }
+  print_message("replayed strides: +8 %.3f, -64 %.3f\n", (double)plus8 / (N - 1),
+                (double)minus64 / (N - 1));
+  assert_true(fabs((double)plus8 / (N - 1) - 0.80 * 63 / 64) < 0.03);
+  assert_true(fabs((double)minus64 / (N - 1) - 0.10 * 63 / 64) < 0.02);
+  const uint64_t starts[] = {1, 63, 64, 1000, 1037, 29990};
+  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+    ms_psnap_replay_options o = {.from = starts[k], .count = 500};
+    stream part = replay(text, &o);
+    for (size_t i = 0; i < part.count; i++)
+      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
+    free(part.accesses);
+  }
+  /* PSnAP's random stream when the line is gone; a bad line is rejected */
+  const char *line = strstr(text, "\n  strides ") + 1;
+  const char *line_end = strchr(line, '\n') + 1;
+  char *without = malloc(strlen(text) + 1);
+  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  ms_psnap_profile plain = parse(without);
+  assert_int_equal(plain.sites[0].stride_count, 0);
+  ms_psnap_profile_free(&plain);
+  free(without);
+  char *bad = replace(text, "  strides +8:", "  strides 8:");
+  expect_rejected(bad, "expected a stride with its sign");
+  free(bad);
+  bad = replace(text, " other ", " others ");
+  expect_rejected(bad, "t.psnap:");
+  free(bad);
+  bad = replace(text, "  strides +8:", "  strides +8:1 +16:");
+  expect_rejected(bad, "add up to");
+  free(bad);
+  bad = replace(text, "  strides +8:", "  strides +8:0 +9:");
+  expect_rejected(bad, "counted 0 times");
+  free(bad);
+  ms_psnap_profile_free(&parsed);
+  ms_psnap_profile_free(&built);
+  free(whole.accesses);
+  free(text);
+  free(s.accesses);
+}
+
 static void expect_rejected(const char *text, const char *where) {
   ms_psnap_profile p;
   assert_int_equal(ms_psnap_profile_parse(text, strlen(text), "t.psnap", &p), MS_ERR_FORMAT);
@@ -602,6 +691,7 @@ int main(void) {
       cmocka_unit_test(loops_of_the_same_strides_replay_their_own_sites),
       cmocka_unit_test(rows_replay_exactly),
       cmocka_unit_test(malformed_profiles_are_rejected),
+      cmocka_unit_test(lossy_sites_walk_their_strides),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
       cmocka_unit_test(executable_selection_keeps_programs),
