@@ -136,7 +136,12 @@ static const kernel_case cases[] = {
 
 #define SURFACE_MARGIN 0.002
 #define L1_MARGIN 0.005
-#define L2_MARGIN 0.03
+/* The L2 error moves with where the program's stack lies, hence with the size of its
+ * environment: matmul 40 gave 0.075-0.113 for environments padded by 0-4000 bytes, and
+ * 0.138 under ctest in the ASan build (tests' working directories and sanitizer
+ * variables), against the bound 0.108 + 0.03 that held before; stencil2d moved by 0.013,
+ * gather and transpose by under 0.003. */
+#define L2_MARGIN 0.05
 
 static const char *bar(double value, double limit) { return value <= limit ? "met" : "not met"; }
 
