@@ -19,6 +19,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/psnap.h"
+#include "testutil.h"
 
 #define MAX_ACCESSES 200000
 
@@ -90,12 +91,9 @@ static ms_psnap_profile build(const stream *s, int lossless) {
 }
 
 static char *to_text(const ms_psnap_profile *p) {
-  char *text = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&text, &size);
-  assert_int_equal(ms_psnap_profile_write(p, f), 0);
-  fclose(f);
-  return text;
+  test_memstream m;
+  assert_int_equal(ms_psnap_profile_write(p, test_memstream_open(&m)), 0);
+  return test_memstream_text(&m);
 }
 
 static ms_psnap_profile parse(const char *text) {
