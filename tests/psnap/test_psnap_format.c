@@ -439,18 +439,16 @@ static void lossy_sites_walk_their_strides(void **state) {
   assert_int_equal(plain.sites[0].stride_count, 0);
   ms_psnap_profile_free(&plain);
   free(without);
-  char *bad = replace(text, "  strides +8:", "  strides 8:");
-  expect_rejected(bad, "expected a stride with its sign");
-  free(bad);
-  bad = replace(text, " other ", " others ");
-  expect_rejected(bad, "t.psnap:");
-  free(bad);
-  bad = replace(text, "  strides +8:", "  strides +8:1 +16:");
-  expect_rejected(bad, "add up to");
-  free(bad);
-  bad = replace(text, "  strides +8:", "  strides +8:0 +9:");
-  expect_rejected(bad, "counted 0 times");
-  free(bad);
+  static const char *const edits[][3] = {
+      {"  strides +8:", "  strides 8:", "expected a stride with its sign"},
+      {" other ", " others ", "t.psnap:"},
+      {"  strides +8:", "  strides +8:1 +16:", "add up to"},
+      {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"}};
+  for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+    char *bad = replace(text, edits[e][0], edits[e][1]);
+    expect_rejected(bad, edits[e][2]);
+    free(bad);
+  }
   ms_psnap_profile_free(&parsed);
   ms_psnap_profile_free(&built);
   free(whole.accesses);
