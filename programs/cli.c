@@ -235,9 +235,10 @@ int cli_program_status(const ms_source *source) {
       info->exit_status >= 0 && info->exit_status < 128 && tell_once(&told, TOLD_LOST))
     fprintf(stderr,
             "memsnap: note: the accesses of %s stopped arriving before it ended (it exited with "
-            "status %d, but its stream has no end): it most likely closed file descriptors it "
-            "had not opened, among them memsnap's capture channel. The trace holds what came "
-            "before (truncated).\n",
+            "status %d, but its stream has no end): it closed file descriptors it had not "
+            "opened, memsnap's capture channel among them, or it left by _exit or quick_exit, "
+            "which skip the compiler runtime's last flush. The trace holds what came before "
+            "(truncated).\n",
             program, info->exit_status);
   if (info->exit_status == 128 + SIGILL && info->capture &&
       strcmp(info->capture, "valgrind") == 0 && tell_once(&told, TOLD_SIGILL)) {

@@ -18,11 +18,12 @@
  * simulator pass is one L1-resident set lookup's time per width and access. One structure
  * shared by the widths for the lines' times (2 lookups per access instead of 8, dropped
  * lines left stale) was built and measured: 15% on matmul, where 65% of the time was then
- * the marks and boundaries themselves (docs/locality.md, not kept). The sampled pass's speed-up over the exact pass fell with it,
- * from 21-54x to 14x (matmul), 19x (random_gather), 21x (gather); its AVX-512 version
- * (add_sampled_avx512) brought it back to 20.5x / 28.2x / 29.9x (bench_surface run
- * interleaved with the AVX2 pass's 14.5x / 20.0x / 21.6x: sampled 0.0683 -> 0.0483 s,
- * 0.0830 -> 0.0566 s, 0.0377 -> 0.0269 s). Where its 0.048 s on matmul go (perf): 43% the
+ * the marks and boundaries themselves (docs/locality.md, not kept). The sampled pass's
+ * speed-up over the exact pass fell with the faster exact pass, from 21-54x to 14x
+ * (matmul), 19x (random_gather), 21x (gather); its AVX-512 version (add_sampled_avx512)
+ * brought it back to 20.5x / 28.2x / 29.9x (bench_surface run interleaved with the AVX2
+ * pass's 14.5x / 20.0x / 21.6x: sampled 0.0683 -> 0.0483 s, 0.0830 -> 0.0566 s, 0.0377 ->
+ * 0.0269 s). Where its 0.048 s on matmul go (perf): 43% the
  * per-access loop (6.9M accesses, 1.2M of them sampling some line), 50% feeding the
  * stacks (sample_pending 32%, reuse_stack's reference 18%: 1.2M near references, 0.6M
  * sampled); the near stack's scan took about 8 ms of it (skipped in a test build: 0.057
@@ -685,28 +686,20 @@ __attribute__((target("avx512f,avx512dq"))) static int add_sampled_avx512(ms_sur
 #endif
 
 int ms_surface_builder_add(ms_surface_builder *b, const ms_batch *batch) {
-  if (b->pool && batch->count > 0) {
+  int rc;
+  if (b->sample_limit == (1u << 24)) { /* exact: each width a job (in turn without a pool) */
     b->pool_batch = batch;
-    int rc = jobs_run(b->pool, b->config.width_count, width_job, b);
-    if (rc < 0) return rc;
-    b->accesses += batch->count;
-    return MS_OK;
-  }
-  for (int i = 0; i < b->config.width_count; i++) {
-    if (b->sample_limit < (1u << 24)) break;
-    int rc = add_width(b, i, batch);
-    if (rc < 0) return rc;
-  }
-  if (b->sample_limit < (1u << 24)) {
+    rc = jobs_run(b->pool, b->config.width_count, width_job, b);
+  } else {
 #ifdef SURFACE_AVX2
-    int rc = b->pass == SURFACE_PASS_AVX512 ? add_sampled_avx512(b, batch)
-             : b->pass == SURFACE_PASS_AVX2 ? add_sampled_avx2(b, batch)
-                                            : add_sampled_scalar(b, batch);
+    rc = b->pass == SURFACE_PASS_AVX512 ? add_sampled_avx512(b, batch)
+         : b->pass == SURFACE_PASS_AVX2 ? add_sampled_avx2(b, batch)
+                                        : add_sampled_scalar(b, batch);
 #else
-    int rc = add_sampled_scalar(b, batch);
+    rc = add_sampled_scalar(b, batch);
 #endif
-    if (rc < 0) return rc;
   }
+  if (rc < 0) return rc;
   b->accesses += batch->count;
   return MS_OK;
 }

@@ -963,7 +963,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     } else if (stored == 2 && !site->addresses && key_is(r, "addresses"))
       rc = read_addresses(r, site);
     else
-      rc = read_error(r, stored == 1   ? (histograms == MS_PSNAP_SEGMENTS && !strides
+      rc = read_error(r, stored == 1   ? (strides ? "nothing follows the strides line"
+                                          : histograms == MS_PSNAP_SEGMENTS
                                               ? "expected a strides line or the next site"
                                               : "expected a histogram line")
                          : stored == 2 ? "expected one addresses line"

@@ -443,7 +443,8 @@ static void lossy_sites_walk_their_strides(void **state) {
       {"  strides +8:", "  strides 8:", "expected a stride with its sign"},
       {" other ", " others ", "t.psnap:"},
       {"  strides +8:", "  strides +8:1 +16:", "add up to"},
-      {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"}};
+      {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"},
+      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "nothing follows the strides line"}};
   for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
     char *bad = replace(text, edits[e][0], edits[e][1]);
     expect_rejected(bad, edits[e][2]);
