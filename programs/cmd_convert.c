@@ -3,11 +3,13 @@
  * Converts between trace formats: Lackey or din -> .mtr, .mtr -> din, and any other
  * readable/writable pair. The output format comes from --to, else OUT's extension. OUT is
  * written under a temporary name and renamed at the end, so a failed conversion leaves no
- * file behind.
+ * file behind. OUT may not be IN under another name (a link, ./x): the rename would
+ * replace the input with its own conversion.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "memsnap/trace.h"
@@ -47,6 +49,12 @@ int cmd_convert(int argc, char **argv) {
     return 2;
   }
   const char *in = inputs.paths[0], *out = inputs.paths[1];
+  struct stat in_stat, out_stat;
+  if (stat(in, &in_stat) == 0 && stat(out, &out_stat) == 0 && in_stat.st_dev == out_stat.st_dev &&
+      in_stat.st_ino == out_stat.st_ino) {
+    cli_error(argv[0], "%s: the output is the input file (%s); give another output name", out, in);
+    return 2;
+  }
   if (to == MS_FORMAT_UNKNOWN) to = ms_trace_format_from_extension(out);
   if (to == MS_FORMAT_UNKNOWN) {
     cli_error(argv[0], "%s: cannot tell the output format from its name (use --to mtr|din)", out);

@@ -1,4 +1,5 @@
 /* memsnap dump [--from I] [--limit N] [--format text|din] FILE | -- PROG ARGS
+ * (--count N is --limit N, as in memsnap replay)
  *
  * Prints accesses, one per line. Text: "INDEX THREAD KIND ADDRESS SIZE SITE", e.g.
  * "12 0 load 0x7ffd1c 8 main (stream.c:14)"; din: DineroIV input (see memsnap/trace.h).
@@ -15,9 +16,10 @@
 static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap dump [--from I] [--limit N] [--format text|din] FILE | -- PROGRAM ARGS\n"
-          "  --from I        start at the I-th access (0-based)\n"
-          "  --limit N       print at most N accesses (e.g. 100, 4k, 1M)\n"
-          "  --format F      text (default) or din\n");
+          "      --from I    start at the I-th access (0-based)\n"
+          "  -n, --limit N   print at most N accesses (e.g. 100, 4k, 1M); --count N is\n"
+          "                  the same (as in memsnap replay)\n"
+          "      --format F  text (default) or din\n");
 }
 
 typedef struct text_sink {
@@ -70,11 +72,10 @@ static int skip_to(ms_source *source, uint64_t from) {
 }
 
 int cmd_dump(int argc, char **argv) {
-  static const struct option options[] = {{"from", required_argument, NULL, 'f'},
-                                          {"limit", required_argument, NULL, 'n'},
-                                          {"format", required_argument, NULL, 'F'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+  static const struct option options[] = {
+      {"from", required_argument, NULL, 'f'},  {"limit", required_argument, NULL, 'n'},
+      {"count", required_argument, NULL, 'n'}, {"format", required_argument, NULL, 'F'},
+      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   uint64_t from = 0, limit = 0;
   int din = 0, c;
   opterr = 0;

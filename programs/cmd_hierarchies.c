@@ -1,7 +1,8 @@
 /* memsnap hierarchies [--json]
  *
  * Lists the built-in cache hierarchies (data/hierarchies.tsv, compiled in): name, each
- * level as size/line/associativity with its set count, and where the numbers come from.
+ * level as size/line/associativity with its set count, and where the numbers come from;
+ * then the named sets (evaluation: the first 46 rows).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,7 +14,8 @@
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap hierarchies [--json]\n"
-              "  --json  the catalog as JSON\n");
+              "  --json  the catalog as JSON (each row says whether it is one of the 46\n"
+              "          evaluation hierarchies: sim --hierarchy evaluation)\n");
 }
 
 static uint64_t sets_of(const ms_cache_level_config *level) {
@@ -38,6 +40,11 @@ static void print_text(void) {
     }
     printf(" %s\n", entry->source);
   }
+  printf("\nsets: evaluation = %s..%s (sim --hierarchy evaluation), every row above "
+         "(sim --all-catalog, %d)\n",
+         ms_hierarchy_catalog_get(0)->name,
+         ms_hierarchy_catalog_get(MS_HIERARCHY_CATALOG_EVALUATION - 1)->name,
+         ms_hierarchy_catalog_count());
 }
 
 static void print_json(void) {
@@ -50,6 +57,8 @@ static void print_json(void) {
     json_object_object_add(object, "name", json_object_new_string(entry->name));
     json_object_object_add(object, "spec", json_object_new_string(entry->spec));
     json_object_object_add(object, "source", json_object_new_string(entry->source));
+    json_object_object_add(object, "evaluation",
+                           json_object_new_boolean(i < MS_HIERARCHY_CATALOG_EVALUATION));
     json_object *levels = json_object_new_array();
     for (int l = 0; l < config.level_count; l++) {
       json_object *level = json_object_new_object();

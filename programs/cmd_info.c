@@ -21,7 +21,8 @@ static void usage(FILE *to) {
   fprintf(to, "usage: memsnap info [--json] [--check] FILE\n"
               "  --json   print the description as a JSON object\n"
               "  --check  also decode every access of a .mtr (its chunks' checksums and\n"
-              "           counts); other formats are always read through\n");
+              "           counts) and end with a line saying so; other formats are\n"
+              "           always read through\n");
 }
 
 typedef struct trace_summary {
@@ -219,6 +220,12 @@ int cmd_info(int argc, char **argv) {
     print_json(path, &summary, &info);
   else
     print_text(path, &summary, &info);
+  if (check && !json && summary.format == MS_FORMAT_MTR)
+    printf("check: %" PRIu64 " chunk%s, %" PRIu64 " accesses decoded, all checksums good\n",
+           summary.chunks, summary.chunks == 1 ? "" : "s", summary.accesses);
+  else if (check && !json)
+    printf("check: %" PRIu64 " accesses read through (this format has no checksums)\n",
+           summary.accesses);
   ms_stream_info_clear(&info);
   return 0;
 }

@@ -1,5 +1,6 @@
 /* memsnap replay PROFILE.psnap [-o OUT.mtr|OUT.din] [--site N]... [--function F]...
- *                [--line FILE:LINE]... [--from I] [--count N]
+ *                [--line FILE:LINE]... [--from I] [--limit N]
+ * (--count N is --limit N, its name before dump's spelling was taken for both)
  *
  * Regenerates the accesses of a profile: all of them, or those of the selected sites in
  * program order, from access I (counted among the selected) without generating what
@@ -17,13 +18,13 @@
 #include "memsnap/trace.h"
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap replay PROFILE.psnap [-o OUT] [SELECTION] [--from I] [--count N]\n"
+  fprintf(to, "usage: memsnap replay PROFILE.psnap [-o OUT] [SELECTION] [--from I] [--limit N]\n"
               "  -o, --output FILE     write a trace (.mtr or .din) instead of text\n"
               "  -s, --site N          replay site N (repeatable)\n"
               "  -f, --function NAME   replay the sites of a function (repeatable)\n"
               "  -l, --line FILE:LINE  replay the sites of a source line (repeatable)\n"
               "      --from I          start at access I of the selection\n"
-              "      --count N         at most N accesses\n");
+              "  -n, --limit N         at most N accesses; --count N is the same\n");
 }
 
 typedef struct text_sink {
@@ -46,11 +47,15 @@ static void text_destroy(ms_sink *sink) { (void)sink; }
 static const ms_sink_ops text_ops = {NULL, text_consume, NULL, text_destroy};
 
 int cmd_replay(int argc, char **argv) {
-  static const struct option options[] = {
-      {"output", required_argument, NULL, 'o'},   {"site", required_argument, NULL, 's'},
-      {"function", required_argument, NULL, 'f'}, {"line", required_argument, NULL, 'l'},
-      {"from", required_argument, NULL, 'F'},     {"count", required_argument, NULL, 'n'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                          {"site", required_argument, NULL, 's'},
+                                          {"function", required_argument, NULL, 'f'},
+                                          {"line", required_argument, NULL, 'l'},
+                                          {"from", required_argument, NULL, 'F'},
+                                          {"count", required_argument, NULL, 'n'},
+                                          {"limit", required_argument, NULL, 'n'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   const char *output = NULL;
   char **sites = calloc((size_t)argc + 1, sizeof *sites);
   char **functions = calloc((size_t)argc + 1, sizeof *functions);
@@ -59,7 +64,7 @@ int cmd_replay(int argc, char **argv) {
   ms_psnap_replay_options replay = {0};
   opterr = 0;
   optind = 1;
-  while (status == 0 && (c = getopt_long(argc, argv, ":o:s:f:l:h", options, NULL)) != -1) {
+  while (status == 0 && (c = getopt_long(argc, argv, ":o:s:f:l:n:h", options, NULL)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 's': sites[site_count++] = optarg; break;
@@ -68,7 +73,7 @@ int cmd_replay(int argc, char **argv) {
     case 'F':
     case 'n':
       if (cli_parse_count(optarg, c == 'F' ? &replay.from : &replay.count) < 0) {
-        cli_error(argv[0], "--%s: expected a count, got '%s'", c == 'F' ? "from" : "count", optarg);
+        cli_error(argv[0], "--%s: expected a count, got '%s'", c == 'F' ? "from" : "limit", optarg);
         status = 2;
       }
       break;

@@ -21,8 +21,7 @@ typedef struct show_format {
 
 static const show_format formats[] = {
     {"memsnap signature ", "memory signature (.sig)", show_signature, NULL},
-    {"psnap ", "PSnAP profile (.psnap): --site N, --function F, --line FILE:LINE, --all", NULL,
-     show_profile},
+    {"psnap ", "PSnAP profile (.psnap, or compressed with zstd)", NULL, show_profile},
 };
 
 /* Options of any format that take a value as the next argument. */
@@ -56,11 +55,17 @@ static const show_format *format_of(const char *path, char *line, size_t size) {
 }
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap show FILE [--json]\n"
+  fprintf(to, "usage: memsnap show SIGNATURE.sig [--json]\n"
+              "       memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE |"
+              " --all]\n"
               "  a readable summary of a memsnap file; kinds recognized by their first line:\n");
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
     fprintf(to, "    %s\n", formats[i].name);
-  fprintf(to, "  --json   the file's content as JSON\n");
+  fprintf(to, "  --json                .sig: the file's content as JSON\n"
+              "  -s, --site N          .psnap: show site N in full\n"
+              "  -f, --function NAME   .psnap: show the sites of a function in full\n"
+              "  -l, --line FILE:LINE  .psnap: show the sites of a source line in full\n"
+              "  -a, --all             .psnap: list every site (default: the 40 heaviest)\n");
 }
 
 int cmd_show(int argc, char **argv) {

@@ -19,9 +19,11 @@ static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap sim --hierarchy H [--hierarchy H ...] [OPTIONS] (TRACE | -- PROGRAM "
           "ARGS...)\n"
-          "  -H, --hierarchy H   a catalog name (memsnap hierarchies) or size/line/assoc[,...],\n"
-          "                      sizes with k or M suffixes: 32k/64/8,256k/64/8 (repeatable)\n"
-          "  --all-catalog       every hierarchy of the catalog\n"
+          "  -H, --hierarchy H   a catalog name (memsnap hierarchies), `evaluation` (the 46\n"
+          "                      evaluation hierarchies hpcmo-01..46), or size/line/ways[,...]\n"
+          "                      level 1 first, sizes with k, M, G (or Ki, KiB...) suffixes:\n"
+          "                      32k/64/8,256KiB/64/8 (repeatable)\n"
+          "  --all-catalog       every hierarchy of the catalog (the 46 and the named ones)\n"
           "  --policy P          replacement: lru (default), fifo, random, plru\n"
           "  --seed N            seed of the random policy (default 1)\n"
           "  --write-through     write-through no-allocate (default write-back write-allocate)\n"
@@ -46,33 +48,48 @@ typedef struct sim_options {
   uint64_t footprint, length;
 } sim_options;
 
-/* The configurations to simulate, or NULL after printing why not. */
+/* "--hierarchy evaluation" names the 46 evaluation hierarchies (hpcmo-01..46). */
+static int names_in(const char *name) {
+  return strcmp(name, "evaluation") == 0 ? MS_HIERARCHY_CATALOG_EVALUATION : 1;
+}
+
+static int configure(const sim_options *options, const char *name, ms_hierarchy_config *config) {
+  int rc = ms_hierarchy_parse(name, config);
+  for (int l = 0; rc == MS_OK && l < config->level_count; l++)
+    config->levels[l].policy = options->policy;
+  config->write_policy = options->write_policy;
+  config->model = options->model;
+  config->seed = options->seed;
+  return rc == MS_OK ? ms_hierarchy_config_check(config) : rc;
+}
+
+/* The configurations to simulate, or NULL after printing why not: *status is 2 for a bad
+ * hierarchy (a usage error), 1 when out of memory. */
 static ms_hierarchy_config *build_configs(const char *command, const sim_options *options,
-                                          int *count) {
-  int catalog = options->all_catalog ? ms_hierarchy_catalog_count() : 0;
-  *count = options->name_count + catalog;
+                                          int *count, int *status) {
+  *count = options->all_catalog ? ms_hierarchy_catalog_count() : 0;
+  for (int n = 0; n < options->name_count; n++)
+    *count += names_in(options->names[n]);
   ms_hierarchy_config *configs = calloc((size_t)*count, sizeof *configs);
   if (!configs) {
     cli_error(command, "out of memory");
+    *status = 1;
     return NULL;
   }
-  for (int i = 0; i < *count; i++) {
-    const char *name = i < options->name_count
-                           ? options->names[i]
-                           : ms_hierarchy_catalog_get(i - options->name_count)->name;
-    ms_hierarchy_config *config = &configs[i];
-    int rc = ms_hierarchy_parse(name, config);
-    for (int l = 0; rc == MS_OK && l < config->level_count; l++)
-      config->levels[l].policy = options->policy;
-    config->write_policy = options->write_policy;
-    config->model = options->model;
-    config->seed = options->seed;
-    if (rc == MS_OK) rc = ms_hierarchy_config_check(config);
-    if (rc < 0) {
-      cli_fail(command);
-      free(configs);
-      return NULL;
-    }
+  int i = 0, rc = MS_OK;
+  for (int n = 0; rc == MS_OK && n < options->name_count; n++)
+    if (names_in(options->names[n]) == 1)
+      rc = configure(options, options->names[n], &configs[i++]);
+    else
+      for (int k = 0; rc == MS_OK && k < MS_HIERARCHY_CATALOG_EVALUATION; k++)
+        rc = configure(options, ms_hierarchy_catalog_get(k)->name, &configs[i++]);
+  for (int k = 0; rc == MS_OK && options->all_catalog && k < ms_hierarchy_catalog_count(); k++)
+    rc = configure(options, ms_hierarchy_catalog_get(k)->name, &configs[i++]);
+  if (rc < 0) {
+    cli_error(command, "--hierarchy: %s", ms_error_message());
+    *status = 2;
+    free(configs);
+    return NULL;
   }
   return configs;
 }
@@ -170,7 +187,7 @@ int cmd_sim(int argc, char **argv) {
   }
 
   int count;
-  ms_hierarchy_config *configs = build_configs(argv[0], &options, &count);
+  ms_hierarchy_config *configs = build_configs(argv[0], &options, &count, &status);
   ms_hierarchy_set *set = NULL;
   ms_sink *sink = NULL;
   ms_source *source = NULL;

@@ -31,11 +31,39 @@ static const command commands[] = {
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: memsnap COMMAND [OPTIONS] [INPUT | -- PROGRAM ARGS...]\n\ncommands:\n");
+  fprintf(out, "usage: memsnap COMMAND [OPTIONS] [INPUT | -- PROGRAM ARGS...]\n"
+               "       memsnap help [COMMAND] | --help | --version\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-  fprintf(out, "\nInputs: a trace (.mtr, Lackey --trace-mem=yes text, din), or -- PROGRAM ARGS\n"
-               "to observe a program live. `memsnap COMMAND --help` for a command's options.\n");
+  fprintf(out, "\nInputs: a trace (.mtr, Lackey --trace-mem=yes text, din), a .psnap profile, or\n"
+               "-- PROGRAM ARGS to observe a program live.\n"
+               "  help COMMAND, COMMAND --help  the options of a command\n"
+               "  -h, --help                    this list\n"
+               "  --version                     memsnap's version\n");
+}
+
+static const command *find_command(const char *name) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(name, commands[i].name)) return &commands[i];
+  return NULL;
+}
+
+/* memsnap help [COMMAND]: COMMAND's own --help, so that both print the one text. */
+static int help(int argc, char **argv) {
+  if (argc < 3) {
+    usage(stdout);
+    return 0;
+  }
+  const command *command = find_command(argv[2]);
+  if (!command || argc > 3) {
+    fprintf(stderr,
+            argc > 3 ? "memsnap help: give one command\n"
+                     : "memsnap help: unknown command '%s' (memsnap --help lists them)\n",
+            argv[2]);
+    return 2;
+  }
+  char *command_argv[] = {argv[2], "--help", NULL};
+  return command->run(2, command_argv);
 }
 
 int main(int argc, char **argv) {
@@ -43,19 +71,20 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
   }
+  if (!strcmp(argv[1], "help")) return help(argc, argv);
   if (!strcmp(argv[1], "--version")) {
     printf("memsnap %s\n", MEMSNAP_VERSION);
     return 0;
   }
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) {
-      int command_argc = cli_set_aside_program(argc - 1, argv + 1);
-      return commands[i].run(command_argc, argv + 1);
-    }
+  const command *command = find_command(argv[1]);
+  if (command) {
+    int command_argc = cli_set_aside_program(argc - 1, argv + 1);
+    return command->run(command_argc, argv + 1);
+  }
   fprintf(stderr, "memsnap: unknown command '%s' (memsnap --help lists them)\n", argv[1]);
   return 2;
 }

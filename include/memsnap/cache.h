@@ -46,6 +46,9 @@
 
 typedef enum ms_cache_policy {
   MS_CACHE_LRU = 0,
+/* ms_hierarchy_parse refuses smaller lines except in a level of one set (a cache-surface
+ * point); the catalog's smallest line is 32 bytes. */
+#define MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE 16
   MS_CACHE_FIFO = 1,
   MS_CACHE_RANDOM = 2, /* xorshift64 (13, 7, 17) per level, see lib/cache/simulator.c */
   MS_CACHE_PLRU = 3,   /* tree pseudo-LRU; associativity a power of two, at most 64 */
@@ -84,9 +87,12 @@ const char *ms_cache_model_name(ms_cache_model model);
 int ms_cache_model_parse(const char *name);
 
 /* Fills `out` from a catalog name ("nehalem") or a spec "size/line/assoc[,size/line/assoc...]"
- * with optional k/K (1024) or m/M (1048576) size suffixes. Levels get LRU, the hierarchy
- * write-back, the memsnap model and seed 1; change them afterwards. MS_ERR_ARG with a
- * message naming the bad value. */
+ * with optional k/K/Ki/KiB (1024), M/Mi/MiB (1048576) or G... size suffixes. Levels get
+ * LRU, the hierarchy write-back, the memsnap model and seed 1; change them afterwards.
+ * A shape no cache has is refused: a line that is not a power of two, lines under
+ * MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE in a level of more than one set, more ways than lines;
+ * the message suggests size/ways/line swapped when that reading is a cache (Cachegrind
+ * writes size,ways,line). MS_ERR_ARG with a message naming the bad value. */
 int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out);
 /* Checks a configuration (also done by ms_hierarchy_set_new); MS_ERR_ARG naming the level. */
 int ms_hierarchy_config_check(const ms_hierarchy_config *config);

@@ -4,7 +4,14 @@
  * (cmake/GenerateHierarchyCatalog.cmake writes hierarchy_catalog.h into lib/'s binary
  * folder), so the binary needs no data file and the TSV stays the one source of truth.
  * A spec is "size/line/assoc[,size/line/assoc...]", level 1 first; a size may end in
- * k/K (x1024), m/M (x1024^2) or g/G (x1024^3).
+ * k/K (x1024), m/M (x1024^2) or g/G (x1024^3), alone or as Ki/KiB/KB (cache sizes are
+ * binary whatever the spelling).
+ *
+ * A spec is read in this order only, and a shape no cache has is refused rather than
+ * simulated: Cachegrind's order (size, ways, line) gives 32768/8/64, which would otherwise
+ * run as 8-byte lines and 64 ways. Lines are powers of two of at least 16 bytes (the
+ * catalog's smallest is 32) unless the level is one set: a fully-associative
+ * (W*D)/W/D level is the cache surface's point of width W, whose widths start at 4.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -67,12 +74,17 @@ static int parse_number(const char *text, size_t length, int allow_suffix, uint6
   unsigned shift = 0;
   if (i < length && allow_suffix) {
     switch (text[i]) {
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
     default: return -1;
     }
     i++;
+    if (i < length && text[i] == 'i') i++;
+    if (i < length && text[i] == 'B') i++;
   }
   if (i != length || number > (UINT64_MAX >> shift)) return -1;
   *value = number << shift;
@@ -90,7 +102,7 @@ static int parse_level(const char *text, size_t length, ms_cache_level_config *o
     return bad_level(text, length, "expected size/line/associativity, e.g. 32k/64/8");
   uint64_t size, line, associativity;
   if (parse_number(text, (size_t)(first - text), 1, &size) < 0)
-    return bad_level(text, length, "size must be a number with an optional k, M or G");
+    return bad_level(text, length, "size must be a number with an optional k, M or G (Ki, MiB...)");
   if (parse_number(first + 1, (size_t)(second - first - 1), 0, &line) < 0)
     return bad_level(text, length, "line size must be a number");
   if (parse_number(second + 1, (size_t)(text + length - second - 1), 0, &associativity) < 0)
@@ -120,6 +132,37 @@ static int parse_spec(const char *spec, ms_hierarchy_config *out) {
   }
 }
 
+/* Why size/line/ways is no cache's shape, or NULL. */
+static const char *shape_problem(uint64_t size, uint64_t line, uint64_t ways) {
+  if (line == 0 || (line & (line - 1)) != 0) return "line size must be a power of two";
+  if (ways < 1 || ways > MS_CACHE_MAX_ASSOCIATIVITY)
+    return "associativity must be between 1 and 1024";
+  if (size < line * ways) return "size must be at least line size x associativity";
+  if (line < MS_CACHE_MIN_LINE_SIZE) return "line size must be at least 4 bytes";
+  if (line < MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE && size / (line * ways) > 1)
+    return "lines under 16 bytes are for fully-associative levels only (size = line x ways)";
+  return NULL;
+}
+
+/* Refuses a level no cache has, suggesting the swap of line and ways when that is one. */
+static int check_shapes(const ms_hierarchy_config *config) {
+  for (int i = 0; i < config->level_count; i++) {
+    const ms_cache_level_config *level = &config->levels[i];
+    const char *why = shape_problem(level->size, level->line_size, level->associativity);
+    if (!why) continue;
+    char text[96];
+    snprintf(text, sizeof text, "%" PRIu64 "/%" PRIu32 "/%" PRIu32, level->size, level->line_size,
+             level->associativity);
+    if (shape_problem(level->size, level->associativity, level->line_size) == NULL)
+      return ms_error_set(MS_ERR_ARG,
+                          "bad level '%s': %s; the order is size/line/ways: did you mean "
+                          "%" PRIu64 "/%" PRIu32 "/%" PRIu32 "?",
+                          text, why, level->size, level->associativity, level->line_size);
+    return bad_level(text, strlen(text), why);
+  }
+  return MS_OK;
+}
+
 int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out) {
   memset(out, 0, sizeof *out);
   out->write_policy = MS_CACHE_WRITE_BACK;
@@ -135,6 +178,7 @@ int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out) {
   }
   snprintf(out->name, sizeof out->name, "%s", text);
   int rc = parse_spec(spec, out);
+  if (rc == MS_OK) rc = check_shapes(out);
   if (rc == MS_OK) rc = ms_hierarchy_config_check(out);
   return rc;
 }
@@ -161,8 +205,9 @@ static int check_level(const ms_hierarchy_config *config, int index) {
     return bad_level(text, n, "tree-PLRU needs a power-of-two associativity of at most 64");
   if (config->model == MS_CACHE_MODEL_CACHEGRIND) {
     if ((sets & (sets - 1)) != 0)
-      return bad_level(text, n, "the cachegrind model needs a power-of-two set count "
-                                "(as Cachegrind does)");
+      return bad_level(text, n,
+                       "the cachegrind model needs a power-of-two set count "
+                       "(as Cachegrind does)");
     if (line < 16)
       return bad_level(text, n, "the cachegrind model needs lines of at least 16 bytes");
     if (level->policy != MS_CACHE_LRU)
@@ -173,15 +218,17 @@ static int check_level(const ms_hierarchy_config *config, int index) {
 
 int ms_hierarchy_config_check(const ms_hierarchy_config *config) {
   if (config->level_count < 1 || config->level_count > MS_HIERARCHY_MAX_LEVELS)
-    return ms_error_set(MS_ERR_ARG, "hierarchy '%s' has %d levels (1 to %d allowed)",
-                        config->name, config->level_count, MS_HIERARCHY_MAX_LEVELS);
+    return ms_error_set(MS_ERR_ARG, "hierarchy '%s' has %d levels (1 to %d allowed)", config->name,
+                        config->level_count, MS_HIERARCHY_MAX_LEVELS);
   if ((unsigned)config->model > MS_CACHE_MODEL_CACHEGRIND)
     return ms_error_set(MS_ERR_ARG, "hierarchy '%s': unknown model", config->name);
   if ((unsigned)config->write_policy > MS_CACHE_WRITE_THROUGH)
     return ms_error_set(MS_ERR_ARG, "hierarchy '%s': unknown write policy", config->name);
   if (config->model == MS_CACHE_MODEL_CACHEGRIND && config->write_policy != MS_CACHE_WRITE_BACK)
-    return ms_error_set(MS_ERR_ARG, "hierarchy '%s': the cachegrind model is write-allocate "
-                                    "only (no --write-through)", config->name);
+    return ms_error_set(MS_ERR_ARG,
+                        "hierarchy '%s': the cachegrind model is write-allocate "
+                        "only (no --write-through)",
+                        config->name);
   for (int i = 0; i < config->level_count; i++) {
     int rc = check_level(config, i);
     if (rc < 0) return rc;
@@ -195,8 +242,8 @@ const char *ms_hierarchy_config_describe(const ms_hierarchy_config *config, char
   if (size) buf[0] = '\0';
   for (int i = 0; i < config->level_count && used < size; i++) {
     const ms_cache_level_config *level = &config->levels[i];
-    int n = snprintf(buf + used, size - used, "%s%" PRIu64 "/%" PRIu32 "/%" PRIu32,
-                     i ? "," : "", level->size, level->line_size, level->associativity);
+    int n = snprintf(buf + used, size - used, "%s%" PRIu64 "/%" PRIu32 "/%" PRIu32, i ? "," : "",
+                     level->size, level->line_size, level->associativity);
     if (n < 0) break;
     used += (size_t)n;
   }

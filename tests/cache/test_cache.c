@@ -486,8 +486,12 @@ static void test_large_parent_lines(void **state) {
   ms_access *accesses = random_stream(count, 5);
   for (size_t i = 0; i < count; i++)
     accesses[i].kind = MS_LOAD;
-  ms_hierarchy *h = make("65536/16384/4,1048576/4/4", MS_CACHE_LRU, MS_CACHE_WRITE_BACK,
-                         MS_CACHE_MODEL_MEMSNAP, 1);
+  /* 4-byte lines in 65536 sets: a shape ms_hierarchy_parse refuses, configured directly */
+  ms_hierarchy_config config;
+  assert_int_equal(ms_hierarchy_parse("65536/16384/4,1048576/16/4", &config), MS_OK);
+  config.levels[1].line_size = 4;
+  ms_hierarchy *h;
+  assert_int_equal(ms_hierarchy_new(&config, &h), MS_OK);
   run(h, accesses, count);
   oracle l1, l2;
   oracle_init(&l1, 65536, 16384, 4);
