@@ -43,7 +43,16 @@ int ms_site_table_set_location(ms_site_table *table, uint32_t id, const char *fu
  * resolved, or a negative status if the object cannot be opened. */
 int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_t load_bias);
 
-/* "function (file:line)" or "0x4005d0" into buf; returns buf. */
+/* For every site of `object_path` that still has neither function nor file, names it by
+ * the object's base name and the link-time address pc - load_bias, as "gzip+0x430e" (the
+ * address that addr2line and objdump take): a stripped program's own code has no symbol,
+ * and this name stays the same across runs and tells objects apart, where the run-time
+ * pc does neither. Returns the number of sites named, or a negative status. */
+int ms_site_table_name_by_offset(ms_site_table *table, const char *object_path,
+                                 uint64_t load_bias);
+
+/* "function (file:line)", "function (0x4005d0)", "gzip+0x430e" (named by offset: no
+ * run-time pc) or "0x4005d0" into buf; returns buf. */
 const char *ms_site_describe(const ms_site *site, char *buf, size_t size);
 
 #endif

@@ -9,6 +9,7 @@
 #include "memsnap/sites.h"
 
 #include <elfutils/libdwfl.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -280,12 +281,44 @@ int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_
   return resolved;
 }
 
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+int ms_site_table_name_by_offset(ms_site_table *table, const char *object_path,
+                                 uint64_t load_bias) {
+  int named = 0;
+  for (uint32_t id = 0; id < table->count; id++) {
+    ms_site *site = &table->sites[id];
+    if (site->function || site->file || !site->object || strcmp(site->object, object_path) != 0)
+      continue;
+    char name[4096];
+    snprintf(name, sizeof name, "%s+0x%" PRIx64, base_name(object_path), site->pc - load_bias);
+    int rc = ms_site_table_set_location(table, id, name, NULL, 0);
+    if (rc < 0) return rc;
+    named++;
+  }
+  return named;
+}
+
+/* A name of ms_site_table_name_by_offset's form, "OBJECT+0xHEX" (no symbol has a '+'); a
+ * profile keeps the name but not the object. */
+static int named_by_offset(const ms_site *site) {
+  const char *plus = strstr(site->function, "+0x");
+  if (!plus || site->file || plus == site->function || !plus[3]) return 0;
+  for (const char *p = plus + 3; *p; p++)
+    if (!isxdigit((unsigned char)*p)) return 0;
+  return 1;
+}
+
 const char *ms_site_describe(const ms_site *site, char *buf, size_t size) {
   if (!site) {
     snprintf(buf, size, "(unknown site)");
+  } else if (site->function && named_by_offset(site)) {
+    snprintf(buf, size, "%s", site->function); /* its run-time pc changes from run to run */
   } else if (site->function && site->file) {
-    const char *base = strrchr(site->file, '/');
-    snprintf(buf, size, "%s (%s:%u)", site->function, base ? base + 1 : site->file, site->line);
+    snprintf(buf, size, "%s (%s:%u)", site->function, base_name(site->file), site->line);
   } else if (site->function) {
     snprintf(buf, size, "%s (0x%" PRIx64 ")", site->function, site->pc);
   } else {

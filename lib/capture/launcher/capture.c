@@ -286,7 +286,7 @@ static int define_site(capture_source *cs, uint32_t id, uint64_t pc, const unsig
   return remember_object(cs, strings[0], bias);
 }
 
-/* libdw first; Valgrind's names where libdw knows nothing. */
+/* libdw first; Valgrind's names where libdw knows nothing; then object+offset. */
 static void resolve_sites(capture_source *cs) {
   ms_site_table *table = cs->base.info.sites;
   for (uint32_t id = 0; id < ms_site_table_count(table); id++)
@@ -304,6 +304,8 @@ static void resolve_sites(capture_source *cs) {
     else if (!site->function && !site->file)
       ms_site_table_set_location(table, id, names->function, names->file, names->line);
   }
+  for (size_t i = 0; i < cs->object_count; i++) /* what no symbol covers: gzip+0x430e */
+    (void)ms_site_table_name_by_offset(table, cs->objects[i].path, cs->objects[i].bias);
 }
 
 /*------------------------------------------------------------*/
