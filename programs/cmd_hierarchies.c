@@ -15,7 +15,7 @@
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap hierarchies [--json]\n"
               "  --json  the catalog as JSON (each row says whether it is one of the 46\n"
-              "          evaluation hierarchies: sim --hierarchy evaluation)\n");
+              "          evaluation hierarchies, the set memsnap sim -H evaluation names)\n");
 }
 
 static uint64_t sets_of(const ms_cache_level_config *level) {
