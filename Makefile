@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo check check-release check-asan bench fuzz install lint format clean
+.PHONY: all deps configure build demo check check-release check-asan bench fuzz install lint format docs clean
 
 all: build
 
@@ -48,6 +48,10 @@ install: build
 
 lint: $(BUILD)/CMakeCache.txt
 	scripts/lint.sh $(BUILD)
+
+# docs/cli.md's option references, regenerated from the built binary's help texts.
+docs: build
+	cmake --build $(BUILD) --target docs
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
