@@ -148,7 +148,16 @@ static int open_expanded_seed(const char *path, ms_source **out) {
 
 /* The source that observes a live program, whose exit status the command passes through. */
 static const ms_source *live_source;
-static ms_capture_options capture_options = {.tool_dir = NULL, .quiet = 1};
+
+/* Valgrind's own messages reach memsnap's standard error unchanged, as they would have
+ * reached the program's (the capture reads them to recognise a Valgrind that gave up). */
+static void pass_tool_messages(void *context, const char *text, size_t length) {
+  (void)context;
+  fwrite(text, 1, length, stderr);
+}
+
+static ms_capture_options capture_options = {
+    .tool_dir = NULL, .quiet = 1, .tool_messages = pass_tool_messages};
 
 void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off) {
   capture_options.via = (ms_capture_via)via;
@@ -239,6 +248,9 @@ int cli_program_status(const ms_source *source) {
             "opened, memsnap's capture channel among them, or it left by _exit or quick_exit, "
             "which skip the compiler runtime's last flush. The trace holds what came before "
             "(truncated).\n",
+  if (info->capture_failure && tell_once(&told, TOLD_LOST))
+    fprintf(stderr, "memsnap: note: %s. The trace holds what came before (truncated).\n",
+            info->capture_failure);
             program, info->exit_status);
   if (info->exit_status == 128 + SIGILL && info->capture &&
       strcmp(info->capture, "valgrind") == 0 && tell_once(&told, TOLD_SIGILL)) {

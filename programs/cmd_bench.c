@@ -1,5 +1,5 @@
 /* memsnap bench SEED [--footprint F] [--ops N] [--ilp K] [--cpu N] [--delay S] [--counters]
- *                    [--json]
+ *                    [--json] [-o FILE]
  *
  * The pointer-chasing benchmark (lib/bench, memsnap/chase.h): builds the array for a
  * unique-index seed, optionally binds to a CPU and waits, runs N chase steps with K chains
@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "memsnap/chase.h"
+#include "memsnap/output.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap bench SEED [OPTIONS]\n"
@@ -26,13 +27,15 @@ static void usage(FILE *to) {
               "  --cpu N         bind to processor N (0-based)\n"
               "  --delay S       seconds to wait after initialization\n"
               "  --counters      hardware counters (cycles, cache misses) via perf_event_open\n"
-              "  --json          JSON report\n");
+              "  --json          JSON report\n"
+              "  -o, --output FILE  write the report to FILE (default standard output)\n");
 }
 
 typedef struct bench_options {
   uint64_t footprint, ops, ilp, delay;
   long cpu;
   int counters, json;
+  const char *output;
 } bench_options;
 
 static int parse_options(int argc, char **argv, bench_options *o) {
@@ -43,13 +46,14 @@ static int parse_options(int argc, char **argv, bench_options *o) {
                                                {"delay", required_argument, NULL, 'd'},
                                                {"counters", no_argument, NULL, 'C'},
                                                {"json", no_argument, NULL, 'j'},
+                                               {"output", required_argument, NULL, 'o'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;
   uint64_t cpu;
-  while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
     uint64_t *target = NULL;
     switch (c) {
     case 'f': target = &o->footprint; break;
@@ -59,6 +63,7 @@ static int parse_options(int argc, char **argv, bench_options *o) {
     case 'c': target = &cpu; break;
     case 'C': o->counters = 1; continue;
     case 'j': o->json = 1; continue;
+    case 'o': o->output = optarg; continue;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }
@@ -118,34 +123,48 @@ int cmd_bench(int argc, char **argv) {
   double elapsed = seconds_now() - start;
   ms_counters_stop(&counters);
   double rate = elapsed > 0 ? (double)operations / elapsed : 0;
+  ms_output report;
+  if (ms_output_open(&report, o.output ? o.output : "-") < 0) {
+    ms_counters_close(&counters);
+    ms_chase_free(&chase);
+    return cli_fail(argv[0]);
+  }
+  FILE *out = report.file;
   if (o.json) {
-    printf("{\"footprint\": %" PRIu64 ", \"replications\": %" PRIu64 ", \"operations\": %" PRIu64
-           ", \"ilp\": %" PRIu64 ", \"seconds\": %.6f, \"memops_per_second\": %.6g, "
-           "\"checksum\": %" PRIu64,
-           chase.footprint, chase.replications, operations, o.ilp, elapsed, rate, result);
+    fprintf(out,
+            "{\"footprint\": %" PRIu64 ", \"replications\": %" PRIu64 ", \"operations\": %" PRIu64
+            ", \"ilp\": %" PRIu64 ", \"seconds\": %.6f, \"memops_per_second\": %.6g, "
+            "\"checksum\": %" PRIu64,
+            chase.footprint, chase.replications, operations, o.ilp, elapsed, rate, result);
     if (o.counters) {
-      printf(", \"counters\": ");
+      fprintf(out, ", \"counters\": ");
       if (counters_why) {
-        printf("null, \"counters_unavailable\": \"%s\"", counters_why);
+        fprintf(out, "null, \"counters_unavailable\": \"%s\"", counters_why);
       } else {
-        printf("{");
+        fprintf(out, "{");
         for (int i = 0; i < counters.count; i++)
-          printf("%s\"%s\": %" PRIu64, i ? ", " : "", counters.names[i], counters.values[i]);
-        printf("}");
+          fprintf(out, "%s\"%s\": %" PRIu64, i ? ", " : "", counters.names[i], counters.values[i]);
+        fprintf(out, "}");
       }
     }
-    printf("}\n");
+    fprintf(out, "}\n");
   } else {
-    printf("footprint %" PRIu64 " bytes (%" PRIu64 " replications), ilp %" PRIu64 "\n",
-           chase.footprint, chase.replications, o.ilp);
-    printf("%" PRIu64 " memory operations in %.3f s: %.4g memory operations per second "
-           "(checksum %" PRIu64 ")\n",
-           operations, elapsed, rate, result);
-    if (counters_why) printf("%s\n", counters_why);
+    fprintf(out, "footprint %" PRIu64 " bytes (%" PRIu64 " replications), ilp %" PRIu64 "\n",
+            chase.footprint, chase.replications, o.ilp);
+    fprintf(out,
+            "%" PRIu64 " memory operations in %.3f s: %.4g memory operations per second "
+            "(checksum %" PRIu64 ")\n",
+            operations, elapsed, rate, result);
+    if (counters_why) fprintf(out, "%s\n", counters_why);
     for (int i = 0; i < counters.count; i++)
-      printf("%-16s %" PRIu64 "\n", counters.names[i], counters.values[i]);
+      fprintf(out, "%-16s %" PRIu64 "\n", counters.names[i], counters.values[i]);
   }
   ms_counters_close(&counters);
   ms_chase_free(&chase);
-  return fflush(stdout) == 0 ? 0 : 1;
+  if (ferror(out)) {
+    ms_output_abort(&report);
+    cli_error(argv[0], "cannot write the report");
+    return 1;
+  }
+  return ms_output_commit(&report) < 0 ? cli_fail(argv[0]) : 0;
 }

@@ -21,6 +21,7 @@
 #include "locality_cli.h"
 #include "memsnap/output.h"
 #include "memsnap/surface.h"
+#include "report.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap compare [OPTIONS] INPUT INPUT... [-- PROGRAM ARGS...]\n"
@@ -30,7 +31,8 @@ static void usage(FILE *to) {
               "  --shards RATE      SHARDS sampling of the surfaces of traces\n"
               "  --sample ON/OFF    interval sampling of traces and programs\n"
               "  --format F         table (default), csv or json\n"
-              "  -o, --output FILE  write the matrix to FILE (default standard output)\n"
+              "  -o, --output FILE  write the report to FILE (default: standard output; standard\n"
+              "                     error with -- PROGRAM, whose standard output is its own)\n"
               "  --matrix           the similarity matrix even for two inputs\n"
               "  --json             same as --format json\n"
               "  --footprint F      expand trace seeds to F bytes (as memsnap sim)\n"
@@ -91,7 +93,8 @@ static int parse_options(int argc, char **argv, compare_options *o) {
   return -1;
 }
 
-static void write_matrix(FILE *out, const char *format, char **names, int n, const double *d) {
+static void write_matrix(FILE *out, const char *format, char **names, int n, const double *d,
+                         const report_observed *observed) {
   if (!strcmp(format, "json")) {
     fprintf(out, "{\n  \"inputs\": [");
     for (int i = 0; i < n; i++) {
@@ -104,6 +107,14 @@ static void write_matrix(FILE *out, const char *format, char **names, int n, con
         else
           fputc(*p, out);
       fprintf(out, "\"%s", i + 1 < n ? ", " : "");
+    }
+    fprintf(out, "],\n  \"observed\": [");
+    for (int i = 0; i < n; i++) {
+      json_object *o = json_object_new_object();
+      report_add_observed_json(o, &observed[i]);
+      fprintf(out, "%s%s", json_object_to_json_string_ext(o, JSON_C_TO_STRING_NOSLASHESCAPE),
+              i + 1 < n ? ", " : "");
+      json_object_put(o);
     }
     fprintf(out, "],\n  \"mean_absolute_difference\": [\n");
     for (int i = 0; i < n; i++) {
@@ -127,8 +138,10 @@ static void write_matrix(FILE *out, const char *format, char **names, int n, con
   } else {
     fprintf(out, "surface similarity: mean absolute difference of hit rates over the common grid"
                  " (0: identical)\n");
-    for (int i = 0; i < n; i++)
-      fprintf(out, "  [%d] %s\n", i + 1, names[i]);
+    for (int i = 0; i < n; i++) {
+      fprintf(out, "  [%d] %s, ", i + 1, names[i]);
+      report_write_observed(out, &observed[i]);
+    }
     fprintf(out, "%6s", "");
     for (int j = 0; j < n; j++) {
       char label[16];
@@ -185,8 +198,9 @@ int cmd_compare(int argc, char **argv) {
   ms_surface *surfaces = calloc((size_t)n, sizeof *surfaces);
   double *matrix = calloc((size_t)n * (size_t)n, sizeof *matrix);
   char **names = calloc((size_t)n, sizeof *names);
+  report_observed *observed = calloc((size_t)n, sizeof *observed);
   status = 1;
-  if (!surfaces || !matrix || !names) {
+  if (!surfaces || !matrix || !names || !observed) {
     cli_error(argv[0], "out of memory");
     goto done;
   }
@@ -194,9 +208,9 @@ int cmd_compare(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     int live = i == inputs.count;
     names[i] = live ? inputs.program_argv[0] : inputs.paths[i];
-    int s =
-        locality_surface_of(argv[0], live ? NULL : inputs.paths[i], live ? inputs.program_argc : 0,
-                            inputs.program_argv, &o.input, &surfaces[i], NULL, &program_status);
+    int s = locality_surface_observe(argv[0], live ? NULL : inputs.paths[i],
+                                     live ? inputs.program_argc : 0, inputs.program_argv, &o.input,
+                                     &surfaces[i], NULL, &program_status, &observed[i]);
     if (s) goto done;
   }
   for (int i = 0; i < n; i++)
@@ -208,22 +222,19 @@ int cmd_compare(int argc, char **argv) {
       }
     }
   ms_output out;
-  if (ms_output_open(&out, o.output ? o.output : "-") < 0) {
-    cli_fail(argv[0]);
-    goto done;
-  }
-  write_matrix(out.file, o.format, names, n, matrix);
+  if (report_open(argv[0], &out, o.output, inputs.program_argc > 0) < 0) goto done;
+  write_matrix(out.file, o.format, names, n, matrix, observed);
   if (ferror(out.file)) {
     ms_output_abort(&out);
     cli_error(argv[0], "cannot write the matrix");
     goto done;
   }
-  if (ms_output_commit(&out) < 0) {
-    cli_fail(argv[0]);
-    goto done;
-  }
+  if (report_commit(argv[0], &out) < 0) goto done;
   status = program_status;
 done:
+  for (int i = 0; observed && i < n; i++)
+    report_observed_free(&observed[i]);
+  free(observed);
   free(surfaces);
   free(matrix);
   free(names);

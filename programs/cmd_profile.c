@@ -18,8 +18,9 @@
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap profile [-o OUT.psnap] [OPTIONS] (TRACE | -- PROGRAM [ARGS...])\n"
-              "  -o, --output FILE     profile to write (default: standard output; %%r: the\n"
-              "                        MPI rank, %%p: the pid);\n"
+              "  -o, --output FILE     profile to write (default: standard output, standard\n"
+              "                        error for -- PROGRAM, whose standard output is its\n"
+              "                        own; %%r: the MPI rank, %%p: the pid);\n"
               "                        FILE.zst is compressed with zstd\n"
               "  -z, --compress        compress with zstd whatever the name\n"
               "      --all-objects     keep the accesses of every object (loader, libraries);\n"
@@ -60,7 +61,7 @@ int cmd_profile(int argc, char **argv) {
                                           {NULL, 0, NULL, 0}};
   ms_psnap_options settings;
   ms_psnap_options_default(&settings);
-  const char *output = "-";
+  const char *output = NULL;
   char *expanded = NULL;
   const char **functions = calloc((size_t)argc + 1, sizeof *functions);
   const char **lines = calloc((size_t)argc + 1, sizeof *lines);
@@ -110,6 +111,9 @@ int cmd_profile(int argc, char **argv) {
     status = 2;
     goto out;
   }
+  /* a live program's standard output is its own: without -o the profile goes to stderr */
+  int to_stderr = !output && inputs.program_argc > 0;
+  if (!output) output = "-";
   if (strcmp(output, "-") && !(output = expanded = cli_output_name(argv[0], "-o", output))) {
     status = 2;
     goto out;
@@ -124,11 +128,13 @@ int cmd_profile(int argc, char **argv) {
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv);
+  int zst = compress ||
+            ((output_length = strlen(output)) > 4 && !strcmp(output + output_length - 4, ".zst"));
   if (source && ms_pipeline_run(source, &builder, 1, 0) >= 0 &&
       ms_psnap_builder_take(builder, &profile) >= 0 &&
-      ms_psnap_profile_save_as(&profile, output,
-                               compress || ((output_length = strlen(output)) > 4 &&
-                                            !strcmp(output + output_length - 4, ".zst"))) >= 0) {
+      (to_stderr ? (zst ? ms_psnap_profile_write_compressed(&profile, stderr)
+                        : ms_psnap_profile_write(&profile, stderr))
+                 : ms_psnap_profile_save_as(&profile, output, zst)) >= 0) {
     status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
     if (!quiet) {
       uint32_t lossy = 0;

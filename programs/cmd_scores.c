@@ -14,6 +14,7 @@
 #include "memsnap/output.h"
 #include "memsnap/sample.h"
 #include "memsnap/scores.h"
+#include "report.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap scores [OPTIONS] (TRACE | -- PROGRAM ARGS...)\n"
@@ -23,7 +24,8 @@ static void usage(FILE *to) {
               "  --top N            sites to list (default 20; 0: none; all: every site)\n"
               "  --json             JSON report\n"
               "  --sample ON/OFF    interval sampling: keep ON accesses, drop OFF (e.g. 1M/9M)\n"
-              "  -o, --output FILE  write the report to FILE (default standard output)\n");
+              "  -o, --output FILE  write the report to FILE (default: standard output; standard\n"
+              "                     error for -- PROGRAM, whose standard output is its own)\n");
 }
 
 typedef struct scores_options {
@@ -80,6 +82,39 @@ static int parse_options(int argc, char **argv, scores_options *o) {
   return -1;
 }
 
+/* The report of `scores` of the stream of `source` (read from `path`, NULL if live). */
+static int write_report(const char *command, const scores_options *o, const ms_scores *scores,
+                        const ms_source *source, const char *path) {
+  const ms_site_table *sites = ms_source_info(source)->sites;
+  report_observed observed;
+  if (report_observe(command, &observed, ms_source_info(source), path) < 0) return -1;
+  ms_output out;
+  char *json = NULL;
+  size_t json_length = 0;
+  int rc = report_open(command, &out, o->output, path == NULL);
+  if (rc < 0) goto done;
+  if (o->json) {
+    FILE *text = open_memstream(&json, &json_length);
+    rc = text ? ms_scores_write_json(text, scores, sites, o->top) : -1;
+    if (text && fclose(text) != 0) rc = -1;
+    if (rc >= 0) rc = report_write_json(out.file, &observed, json);
+  } else {
+    report_write_observed(out.file, &observed);
+    rc = ms_scores_write_table(out.file, scores, sites, o->top);
+  }
+  if (rc < 0 || ferror(out.file)) {
+    ms_output_abort(&out);
+    cli_error(command, "cannot write the report");
+    rc = -1;
+  } else {
+    rc = report_commit(command, &out);
+  }
+done:
+  free(json);
+  report_observed_free(&observed);
+  return rc;
+}
+
 int cmd_scores(int argc, char **argv) {
   scores_options o = {.top = 20};
   ms_scores_config_default(&o.config);
@@ -95,7 +130,6 @@ int cmd_scores(int argc, char **argv) {
   ms_sink *sink = NULL, *sampler = NULL;
   ms_source *source = NULL;
   ms_scores scores = {0};
-  ms_output out = {0};
   status = 1;
   if (ms_scores_builder_new(&o.config, &builder) < 0 || ms_scores_sink_new(builder, &sink) < 0 ||
       (o.sample_on &&
@@ -107,19 +141,12 @@ int cmd_scores(int argc, char **argv) {
                            inputs.program_argv);
   if (!source) goto done;
   ms_sink *first = sampler ? sampler : sink;
-  if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, &scores) < 0 ||
-      ms_output_open(&out, o.output ? o.output : "-") < 0) {
+  if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, &scores) < 0) {
     cli_fail(argv[0]);
     goto done;
   }
-  const ms_site_table *sites = ms_source_info(source)->sites;
-  if ((o.json ? ms_scores_write_json(out.file, &scores, sites, o.top)
-              : ms_scores_write_table(out.file, &scores, sites, o.top)) < 0 ||
-      ms_output_commit(&out) < 0) {
-    ms_output_abort(&out);
-    cli_fail(argv[0]);
+  if (write_report(argv[0], &o, &scores, source, inputs.count ? inputs.paths[0] : NULL) < 0)
     goto done;
-  }
   status = cli_program_status(source);
 done:
   ms_scores_clear(&scores);

@@ -20,12 +20,14 @@
 #include "memsnap/output.h"
 #include "memsnap/sample.h"
 #include "memsnap/signature.h"
+#include "report.h"
 
 static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap signature [OPTIONS] [-o OUT.sig] (TRACE | -- PROGRAM ARGS...)\n"
-          "  -o, --output FILE   where to write (default: standard output; %%r: the MPI\n"
-          "                      rank, %%p: the pid)\n"
+          "  -o, --output FILE   where to write (default: standard output, standard error\n"
+          "                      for -- PROGRAM, whose standard output is its own; %%r: the\n"
+          "                      MPI rank, %%p: the pid)\n"
           "  --width N           maximal line width in bytes, a power of two (default 512)\n"
           "  --word N            word size in bytes, a power of two (default 4)\n"
           "  --sample ON/OFF     interval sampling: ON accesses modeled, OFF skipped, e.g. 1M/9M;\n"
@@ -168,13 +170,13 @@ static int forget_history(void *context, uint64_t interval) {
 }
 
 static int write_signature(const char *command, const ms_signature *signature,
-                           const signature_options *options) {
+                           const signature_options *options, int live) {
   ms_output output;
-  char *path = cli_output_name(command, "-o", options->output ? options->output : "-");
-  if (!path) return 2;
-  int opened = ms_output_open(&output, path);
+  char *path = options->output ? cli_output_name(command, "-o", options->output) : NULL;
+  if (options->output && !path) return 2;
+  int opened = report_open(command, &output, path, live);
   free(path);
-  if (opened < 0) return cli_fail(command);
+  if (opened < 0) return 1;
   int rc = options->json ? ms_signature_write_json(output.file, signature)
                          : ms_signature_write_text(output.file, signature);
   if (rc < 0) {
@@ -251,7 +253,7 @@ int cmd_signature(int argc, char **argv) {
     status = cli_fail(argv[0]);
     goto done;
   }
-  status = write_signature(argv[0], signature, &options);
+  status = write_signature(argv[0], signature, &options, inputs.program_argc > 0);
   if (status == 0) status = cli_program_status(source);
 done:
   ms_signature_free(signature);

@@ -1,10 +1,11 @@
 /* memsnap sim --hierarchy H [--hierarchy H2 ...] [--all-catalog] [--policy P] [--seed N]
  *              [--write-through] [--model memsnap|cachegrind] [--top N] [--json]
- *              (TRACE | -- PROGRAM ARGS...)
+ *              [-o FILE] (TRACE | -- PROGRAM ARGS...)
  *
  * Simulates every given hierarchy in one pass over the accesses of a trace or of a live
  * program, and reports per hierarchy and level the accesses, hits, misses and hit rate,
- * their load/store/modify and per-thread splits, and the sites with most misses.
+ * their load/store/modify and per-thread splits, and the sites with most misses, after a
+ * line (JSON: fields) saying what was observed (report.h).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 
 #include "cli.h"
 #include "memsnap/cache.h"
+#include "report.h"
 
 static void usage(FILE *to) {
   fprintf(to,
@@ -31,6 +33,8 @@ static void usage(FILE *to) {
           "                      or cachegrind (Cachegrind 3.19's accounting)\n"
           "  --top N             sites with most misses to list per level (default 10)\n"
           "  --json              JSON report\n"
+          "  -o, --output FILE   write the report to FILE (default: standard output; standard\n"
+          "                      error for -- PROGRAM, whose standard output is its own)\n"
           "  --footprint F       expand a trace seed: replicate it to F bytes (k/M/G, Ki/Mi/Gi)\n"
           "  --length N          expand a trace seed: repeat it to N accesses\n");
 }
@@ -46,6 +50,7 @@ typedef struct sim_options {
   int top;
   int json;
   uint64_t footprint, length;
+  const char *output;
 } sim_options;
 
 /* "--hierarchy evaluation" names the 46 evaluation hierarchies (hpcmo-01..46). */
@@ -105,13 +110,14 @@ static int parse_options(int argc, char **argv, sim_options *options) {
                                                {"json", no_argument, NULL, 'j'},
                                                {"footprint", required_argument, NULL, 'F'},
                                                {"length", required_argument, NULL, 'L'},
+                                               {"output", required_argument, NULL, 'o'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;
   uint64_t number;
-  while ((c = getopt_long(argc, argv, ":H:h", long_options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":H:o:h", long_options, NULL)) != -1) {
     switch (c) {
     case 'H': options->names[options->name_count++] = optarg; break;
     case 'a': options->all_catalog = 1; break;
@@ -144,6 +150,7 @@ static int parse_options(int argc, char **argv, sim_options *options) {
       options->top = (int)number;
       break;
     case 'j': options->json = 1; break;
+    case 'o': options->output = optarg; break;
     case 'F':
     case 'L':
       if (cli_parse_expansion_option(argv[0], c, optarg, &options->footprint, &options->length))
@@ -154,6 +161,39 @@ static int parse_options(int argc, char **argv, sim_options *options) {
     }
   }
   return -1;
+}
+
+/* The report of `set` after the stream of `source` (read from `path`, NULL if live). */
+static int write_report(const char *command, const sim_options *options,
+                        const ms_hierarchy_set *set, const ms_source *source, const char *path) {
+  const ms_stream_info *info = ms_source_info(source);
+  report_observed observed;
+  if (report_observe(command, &observed, info, path) < 0) return -1;
+  ms_output out;
+  char *json = NULL;
+  size_t json_length = 0;
+  int rc = report_open(command, &out, options->output, path == NULL);
+  if (rc < 0) goto done;
+  if (options->json) {
+    FILE *text = open_memstream(&json, &json_length);
+    rc = text ? ms_cache_report_json(text, set, info->sites, options->top) : -1;
+    if (text && fclose(text) != 0) rc = -1;
+    if (rc >= 0) rc = report_write_json(out.file, &observed, json);
+  } else {
+    report_write_observed(out.file, &observed);
+    rc = ms_cache_report_text(out.file, set, info->sites, options->top);
+  }
+  if (rc < 0 || ferror(out.file)) {
+    ms_output_abort(&out);
+    cli_error(command, "cannot write the report");
+    rc = -1;
+  } else {
+    rc = report_commit(command, &out);
+  }
+done:
+  free(json);
+  report_observed_free(&observed);
+  return rc;
 }
 
 int cmd_sim(int argc, char **argv) {
@@ -204,13 +244,8 @@ int cmd_sim(int argc, char **argv) {
     cli_fail(argv[0]);
     goto done;
   }
-  const ms_site_table *sites = ms_source_info(source)->sites;
-  int rc = options.json ? ms_cache_report_json(stdout, set, sites, options.top)
-                        : ms_cache_report_text(stdout, set, sites, options.top);
-  if (rc < 0 || fflush(stdout) != 0) {
-    cli_fail(argv[0]);
+  if (write_report(argv[0], &options, set, source, inputs.count ? inputs.paths[0] : NULL) < 0)
     goto done;
-  }
   status = cli_program_status(source);
 done:
   ms_source_destroy(source);

@@ -31,7 +31,8 @@ static void usage(FILE *to) {
           "  --sample ON/OFF     interval sampling: keep ON accesses, drop OFF (e.g. 1M/9M)\n"
           "  --threads N         exact surface: N threads share the widths (default: one\n"
           "                      per CPU; the result is the same)\n"
-          "  -o, --output FILE   write the report to FILE (default standard output)\n");
+          "  -o, --output FILE   write the report to FILE (default: standard output; standard\n"
+          "                      error for -- PROGRAM, whose standard output is its own)\n");
 }
 
 typedef struct surface_options {
@@ -108,6 +109,35 @@ static void write_error(FILE *out, const ms_surface *sampled, const ms_surface *
   fprintf(out, "max %.4f\n", worst);
 }
 
+/* The surface in the format of the options, after what was observed (not in csv, which is
+ * data for other programs). Returns 0 or 1. */
+static int write_report(const char *command, const surface_options *o, const ms_surface *surface,
+                        const report_observed *observed, int live) {
+  ms_output out;
+  if (report_open(command, &out, o->output, live) < 0) return 1;
+  char *json = NULL;
+  size_t json_length = 0;
+  int rc;
+  if (!strcmp(o->format, "json")) {
+    FILE *text = open_memstream(&json, &json_length);
+    rc = text ? ms_surface_write_json(text, surface) : -1;
+    if (text && fclose(text) != 0) rc = -1;
+    if (rc >= 0) rc = report_write_json(out.file, observed, json);
+  } else if (!strcmp(o->format, "csv")) {
+    rc = ms_surface_write_csv(out.file, surface);
+  } else {
+    report_write_observed(out.file, observed);
+    rc = ms_surface_write_table(out.file, surface);
+  }
+  free(json);
+  if (rc < 0 || ferror(out.file)) {
+    ms_output_abort(&out);
+    cli_error(command, "cannot write the report");
+    return 1;
+  }
+  return report_commit(command, &out) < 0 ? 1 : 0;
+}
+
 int cmd_surface(int argc, char **argv) {
   surface_options o = {.format = "table"};
   ms_surface_config_default(&o.input.config);
@@ -120,21 +150,19 @@ int cmd_surface(int argc, char **argv) {
     return 2;
   }
   static ms_surface surface, exact;
-  int program_status;
-  status = locality_surface_of(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
-                               inputs.program_argv, &o.input, &surface,
-                               o.shards_check ? &exact : NULL, &program_status);
+  int program_status, live = inputs.program_argc > 0;
+  report_observed observed;
+  status = locality_surface_observe(argv[0], inputs.count ? inputs.paths[0] : NULL,
+                                    inputs.program_argc, inputs.program_argv, &o.input, &surface,
+                                    o.shards_check ? &exact : NULL, &program_status, &observed);
   if (status) return status;
-  ms_output out;
-  if (ms_output_open(&out, o.output ? o.output : "-") < 0) return cli_fail(argv[0]);
-  int rc = !strcmp(o.format, "json")  ? ms_surface_write_json(out.file, &surface)
-           : !strcmp(o.format, "csv") ? ms_surface_write_csv(out.file, &surface)
-                                      : ms_surface_write_table(out.file, &surface);
-  if (rc < 0) {
-    ms_output_abort(&out);
-    return cli_fail(argv[0]);
+  status = write_report(argv[0], &o, &surface, &observed, live);
+  if (status == 0 && o.shards_check) {
+    /* beside the report: on standard error when the report or the program has standard
+     * output */
+    int report_is_file = o.output && strcmp(o.output, "-") != 0;
+    write_error(report_is_file && !live ? stdout : stderr, &surface, &exact);
   }
-  if (o.shards_check) write_error(o.output ? stdout : stderr, &surface, &exact);
-  if (ms_output_commit(&out) < 0) return cli_fail(argv[0]);
-  return program_status;
+  report_observed_free(&observed);
+  return status ? status : program_status;
 }

@@ -1,7 +1,7 @@
 /* memsnap synth SIGNATURE.sig -o SEED [--unique] [--seed N] [--bin N] [--footprint F]
  *              [--min-length N] [--max-length N] [--check N] [--max-error E]
  *              [--max-width-error E]
- *              [--iterations N] [--improvement X]
+ *              [--iterations N] [--improvement X] [--report FILE]
  * memsnap synth --hand random|stride [--width W] [--word W] --footprint F -o SEED
  *
  * Generates a trace seed from a memory signature (lib/synth) and writes it as an .mtr
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/output.h"
 #include "memsnap/synth.h"
 
 static void usage(FILE *to) {
@@ -34,7 +35,8 @@ static void usage(FILE *to) {
           "  --max-width-error E  with width rows: accepted mean hit-rate error of the\n"
           "                       narrower widths (default 0.002)\n"
           "  --iterations N       block-phase iterations at most (default 5)\n"
-          "  --improvement X      stop when an iteration improves less (default 0.0005)\n");
+          "  --improvement X      stop when an iteration improves less (default 0.0005)\n"
+          "  --report FILE        write what was achieved to FILE (default standard output)\n");
 }
 
 static int parse_rate(const char *command, const char *option, const char *text, double *out) {
@@ -50,7 +52,7 @@ static int parse_rate(const char *command, const char *option, const char *text,
 
 typedef struct synth_options {
   ms_synth_config config;
-  const char *output, *hand;
+  const char *output, *hand, *report;
   uint64_t bin, footprint, width, word;
 } synth_options;
 
@@ -70,6 +72,7 @@ static int parse_options(int argc, char **argv, synth_options *o) {
                                                {"max-width-error", required_argument, NULL, 'E'},
                                                {"iterations", required_argument, NULL, 'i'},
                                                {"improvement", required_argument, NULL, 'I'},
+                                               {"report", required_argument, NULL, 'R'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -82,6 +85,7 @@ static int parse_options(int argc, char **argv, synth_options *o) {
     case 'o': o->output = optarg; continue;
     case 'u': o->config.unique = 1; continue;
     case 'H': o->hand = optarg; continue;
+    case 'R': o->report = optarg; continue;
     case 's': target = &o->config.seed; break;
     case 'b': target = &o->bin; break;
     case 'f': target = &o->footprint; break;
@@ -140,6 +144,7 @@ int cmd_synth(int argc, char **argv) {
   }
   ms_signature *signature = NULL;
   ms_seed *seed = NULL;
+  ms_output report;
   int rc = o.hand ? ms_synth_hand_signature(o.hand, (uint32_t)o.width, (uint32_t)o.word, &signature)
                   : ms_signature_load(inputs.paths[0], &signature);
   if (rc < 0) return o.hand ? (cli_fail(argv[0]), 2) : cli_fail(argv[0]);
@@ -150,23 +155,33 @@ int cmd_synth(int argc, char **argv) {
   }
   if (rc < 0) {
     status = rc == MS_ERR_ARG ? (cli_fail(argv[0]), 2) : cli_fail(argv[0]);
+  } else if (ms_output_open(&report, o.report ? o.report : "-") < 0) {
+    status = cli_fail(argv[0]);
   } else {
-    printf("seed %s: %" PRIu64 " references, %" PRIu64 " blocks (working set %" PRIu64
-           " bytes), min replications %" PRIu64 "\n",
-           o.output, seed->length, seed->unique_blocks, seed->working_set, seed->min_replications);
-    printf("iterations %d, CDF error mean %.4f max %.4f, alpha error %.4f%s\n", seed->iterations,
-           seed->mean_error, seed->max_error, seed->alpha_error,
-           seed->unique ? " (unique-index)" : "");
+    fprintf(report.file,
+            "seed %s: %" PRIu64 " references, %" PRIu64 " blocks (working set %" PRIu64
+            " bytes), min replications %" PRIu64 "\n",
+            o.output, seed->length, seed->unique_blocks, seed->working_set, seed->min_replications);
+    fprintf(report.file, "iterations %d, CDF error mean %.4f max %.4f, alpha error %.4f%s\n",
+            seed->iterations, seed->mean_error, seed->max_error, seed->alpha_error,
+            seed->unique ? " (unique-index)" : "");
     if (seed->width_error >= 0)
-      printf("narrower widths: mean hit-rate error %.4f against the signature's width rows\n",
-             seed->width_error);
+      fprintf(report.file,
+              "narrower widths: mean hit-rate error %.4f against the signature's width rows\n",
+              seed->width_error);
     else if (!o.hand)
       fprintf(stderr,
               "memsnap synth: note: the signature has no width rows (memsnap signature "
               "--widths), so the words follow the alphas alone: expect the seed's surface "
               "to differ from the program's by a few %% at widths below %u bytes\n",
               seed->width);
-    status = 0;
+    if (ferror(report.file)) {
+      ms_output_abort(&report);
+      cli_error(argv[0], "cannot write the report");
+      status = 1;
+    } else {
+      status = ms_output_commit(&report) < 0 ? cli_fail(argv[0]) : 0;
+    }
   }
   ms_seed_free(seed);
   ms_signature_free(signature);

@@ -25,11 +25,14 @@
 #include "evaluation.h"
 #include "memsnap/cache.h"
 #include "memsnap/psnap.h"
+#include "report.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache]\n"
-              "  --no-cache   skip the hit-rate comparison on the 46 hierarchies\n"
-              "  --sites N    list the N sites with the lowest match rate (default 10)\n");
+              "  --no-cache         skip the hit-rate comparison on the 46 hierarchies\n"
+              "  --sites N          list the N sites with the lowest match rate (default 10)\n"
+              "  -o, --output FILE  write the report to FILE (default: standard output; standard\n"
+              "                     error for -- PROGRAM, whose standard output is its own)\n");
 }
 
 typedef struct thread_replay {
@@ -148,7 +151,8 @@ static void compare_own(verify_state *v, const ms_site_table *trace_sites, const
     expected = q->position < site->count ? site->addresses[q->position] : 0;
   } else {
     expected = q->next_address;
-    if (q->stride_left == 0) q->stride_left = ms_psnap_cursor_run(&q->strides, UINT64_MAX, &q->stride);
+    if (q->stride_left == 0)
+      q->stride_left = ms_psnap_cursor_run(&q->strides, UINT64_MAX, &q->stride);
     q->next_address += (uint64_t)q->stride;
     q->stride_left--;
   }
@@ -202,15 +206,18 @@ static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_
 int cmd_verify(int argc, char **argv) {
   static const struct option options[] = {{"no-cache", no_argument, NULL, 'N'},
                                           {"sites", required_argument, NULL, 'S'},
+                                          {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int no_cache = 0, c;
+  const char *output = NULL;
   uint64_t list_sites = 10;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
     switch (c) {
     case 'N': no_cache = 1; break;
+    case 'o': output = optarg; break;
     case 'S':
       if (cli_parse_count(optarg, &list_sites) < 0) {
         cli_error(argv[0], "--sites: expected a count, got '%s'", optarg);
@@ -231,6 +238,8 @@ int cmd_verify(int argc, char **argv) {
   if (ms_psnap_profile_load(inputs.paths[0], &profile) < 0) return cli_fail(argv[0]);
   int status = 1, count = MS_HIERARCHY_CATALOG_EVALUATION;
   verify_state v = {.profile = &profile};
+  report_observed observed = {0};
+  ms_output report;
   ms_source *trace = NULL, *whole = NULL;
   ms_hierarchy_set *sets[2] = {NULL, NULL};
   ms_hierarchy_config *configs = calloc((size_t)count, sizeof *configs);
@@ -319,20 +328,28 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   uint64_t total = v.compared + missing;
-  printf("profile %s: %" PRIu64 " accesses; trace: %" PRIu64 " accesses selected, %" PRIu64
-         " left out (selection %s)\n",
-         inputs.paths[0], profile.access_count, v.compared, v.left_out,
-         profile.selection ? profile.selection : "all");
-  printf("exact match: %.4f%% (%" PRIu64 " of %" PRIu64 ")\n",
-         total ? 100.0 * (double)v.exact / (double)total : 100.0, v.exact, total);
+  if (report_observe(argv[0], &observed, ms_source_info(trace),
+                     inputs.program_argc ? NULL : inputs.paths[1]) < 0 ||
+      report_open(argv[0], &report, output, inputs.program_argc > 0) < 0)
+    goto done;
+  FILE *out = report.file;
+  report_write_observed(out, &observed);
+  fprintf(out,
+          "profile %s: %" PRIu64 " accesses; trace: %" PRIu64 " accesses selected, %" PRIu64
+          " left out (selection %s)\n",
+          inputs.paths[0], profile.access_count, v.compared, v.left_out,
+          profile.selection ? profile.selection : "all");
+  fprintf(out, "exact match: %.4f%% (%" PRIu64 " of %" PRIu64 ")\n",
+          total ? 100.0 * (double)v.exact / (double)total : 100.0, v.exact, total);
   if (v.diverged)
-    printf("first divergence: %s\n", v.divergence);
+    fprintf(out, "first divergence: %s\n", v.divergence);
   else if (v.extra || missing)
-    printf("first divergence: the streams differ in length (%" PRIu64 " more in the trace, %" PRIu64
-           " more in the profile)\n",
-           v.extra, missing);
+    fprintf(out,
+            "first divergence: the streams differ in length (%" PRIu64
+            " more in the trace, %" PRIu64 " more in the profile)\n",
+            v.extra, missing);
   else
-    printf("first divergence: none\n");
+    fprintf(out, "first divergence: none\n");
   /* each site's own accesses, order aside */
   uint32_t exact_sites = 0, whole_sites = 0;
   for (uint32_t s = 0; s < profile.site_count; s++)
@@ -341,22 +358,26 @@ int cmd_verify(int argc, char **argv) {
       whole_sites += v.sequences[s].exact == v.sequences[s].total &&
                      v.sequences[s].total == profile.sites[s].count;
     }
-  printf("exact match per site (each site's own accesses, order aside): %.4f%% (%" PRIu64
-         " of %" PRIu64 " accesses of exact sites); %u of %u exact sites match entirely\n",
-         v.own_compared ? 100.0 * (double)v.own_exact / (double)v.own_compared : 100.0, v.own_exact,
-         v.own_compared, whole_sites, exact_sites);
+  fprintf(out,
+          "exact match per site (each site's own accesses, order aside): %.4f%% (%" PRIu64
+          " of %" PRIu64 " accesses of exact sites); %u of %u exact sites match entirely\n",
+          v.own_compared ? 100.0 * (double)v.own_exact / (double)v.own_compared : 100.0,
+          v.own_exact, v.own_compared, whole_sites, exact_sites);
   if (v.own_unmatched)
-    printf("  %" PRIu64 " trace accesses from sites the profile does not have (instruction address,"
-           " thread, kind and size)\n",
-           v.own_unmatched);
+    fprintf(out,
+            "  %" PRIu64
+            " trace accesses from sites the profile does not have (instruction address,"
+            " thread, kind and size)\n",
+            v.own_unmatched);
   for (uint32_t t = 0; t < profile.thread_count; t++)
     if (profile.threads[t].lossy)
-      printf("  thread %u: the profile's order is lossy (path counts), so the streams part in"
-             " program order\n",
-             t);
+      fprintf(out,
+              "  thread %u: the profile's order is lossy (path counts), so the streams part in"
+              " program order\n",
+              t);
   /* per site: the least exact first */
   uint64_t listed = 0;
-  printf("sites (lowest match rate first; in order, then own accesses):\n");
+  fprintf(out, "sites (lowest match rate first; in order, then own accesses):\n");
   for (int pass = 0; pass < 2 && listed < list_sites; pass++)
     for (uint32_t s = 0; s < profile.site_count && listed < list_sites; s++) {
       int exact = v.site_exact[s] == v.site_total[s];
@@ -368,9 +389,9 @@ int cmd_verify(int argc, char **argv) {
                  v.sequences[s].total
                      ? 100.0 * (double)v.sequences[s].exact / (double)v.sequences[s].total
                      : 100.0);
-      printf("  s%-5u %8.4f%% %s of %10" PRIu64 "  %-6s %s\n", s,
-             v.site_total[s] ? 100.0 * (double)v.site_exact[s] / (double)v.site_total[s] : 100.0,
-             own, v.site_total[s], profile.sites[s].lossy ? "lossy" : "exact", where);
+      fprintf(out, "  s%-5u %8.4f%% %s of %10" PRIu64 "  %-6s %s\n", s,
+              v.site_total[s] ? 100.0 * (double)v.site_exact[s] / (double)v.site_total[s] : 100.0,
+              own, v.site_total[s], profile.sites[s].lossy ? "lossy" : "exact", where);
       listed++;
     }
   if (sets[0]) {
@@ -378,15 +399,24 @@ int cmd_verify(int argc, char **argv) {
     evaluation_hit_rates(sets[1], rates[1]);
     evaluation_level levels[MS_HIERARCHY_MAX_LEVELS];
     evaluation_differences(configs, rates[0], rates[1], levels);
-    printf("hit rates on the %d evaluation hierarchies (absolute difference, percentage points):\n",
-           count);
+    fprintf(
+        out,
+        "hit rates on the %d evaluation hierarchies (absolute difference, percentage points):\n",
+        count);
     for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++)
       if (levels[l].hierarchies)
-        printf("  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, levels[l].mean * 100.0,
-               levels[l].max * 100.0, levels[l].hierarchies);
+        fprintf(out, "  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, levels[l].mean * 100.0,
+                levels[l].max * 100.0, levels[l].hierarchies);
   }
-  status = 0;
+  if (ferror(out)) {
+    ms_output_abort(&report);
+    cli_error(argv[0], "cannot write the report");
+    goto done;
+  }
+  if (report_commit(argv[0], &report) < 0) goto done;
+  status = cli_program_status(trace);
 done:
+  report_observed_free(&observed);
   for (uint32_t t = 0; v.threads && t < profile.thread_count; t++) {
     ms_source_destroy(v.threads[t].source);
     ms_batch_free(&v.threads[t].batch);
@@ -403,7 +433,8 @@ done:
   free(v.site_total);
   free(v.site_exact);
   for (uint32_t s = 0; v.sequences && s < profile.site_count; s++)
-    if (v.sequences[s].ready && !profile.sites[s].addresses) ms_psnap_cursor_free(&v.sequences[s].strides);
+    if (v.sequences[s].ready && !profile.sites[s].addresses)
+      ms_psnap_cursor_free(&v.sequences[s].strides);
   free(v.sequences);
   free(v.keys);
   ms_psnap_profile_free(&profile);

@@ -25,6 +25,7 @@
 #include "memsnap/psnap.h"
 #include "memsnap/synth.h"
 #include "memsnap/trace.h"
+#include "report.h"
 
 /* 1 if `path` is a trace seed (memsnap synth), 0 if not or if it cannot be opened (the
  * open that follows reports that). */
@@ -44,6 +45,7 @@ typedef struct source_result {
   evaluation_rates rates;
   ms_surface surface;
 } source_result;
+  report_observed observed;
 
 static int observe(const char *command, const char *path, int program_argc, char **program_argv,
                    const compare_sources_options *o, const ms_hierarchy_config *configs,
@@ -73,6 +75,8 @@ static int observe(const char *command, const char *path, int program_argc, char
   r->accesses = r->surface.accesses;
   *program_status = cli_program_status(source);
   status = 0;
+  if (report_observe(command, &r->observed, ms_source_info(source), program_argc ? NULL : path) < 0)
+    goto done;
 done:
   ms_source_destroy(source);
   ms_sink_destroy(sinks[0]);
@@ -128,6 +132,7 @@ static void write_json(FILE *out, const ms_hierarchy_config *configs, source_res
     json_object_object_add(o, "name", json_object_new_string(r[s].name));
     json_object_object_add(o, "accesses", json_object_new_int64((int64_t)r[s].accesses));
     json_object_array_add(sources, o);
+    report_add_observed_json(o, &r[s].observed);
   }
   json_object_object_add(root, "sources", sources);
   json_object *hierarchies = json_object_new_array();
@@ -171,8 +176,10 @@ static void write_json(FILE *out, const ms_hierarchy_config *configs, source_res
 static void write_table(FILE *out, const ms_hierarchy_config *configs, source_result *r,
                         const evaluation_level *levels, surface_difference all,
                         surface_difference w512) {
-  for (int s = 0; s < 2; s++)
-    fprintf(out, "%c: %s (%llu accesses)\n", 'A' + s, r[s].name, (unsigned long long)r[s].accesses);
+  for (int s = 0; s < 2; s++) {
+    fprintf(out, "%c: %s (%llu accesses), ", 'A' + s, r[s].name, (unsigned long long)r[s].accesses);
+    report_write_observed(out, &r[s].observed);
+  }
   fprintf(out, "hit rates on the %d evaluation hierarchies:\n", EVALUATION_COUNT);
   fprintf(out, "%-12s %-5s %8s %8s %8s\n", "hierarchy", "level", "A", "B", "|A-B|");
   for (int h = 0; h < EVALUATION_COUNT; h++)
@@ -226,10 +233,7 @@ int compare_sources(const char *command, const cli_inputs *inputs,
   surface_difference all = surfaces_differ(&r[0].surface, &r[1].surface, 0);
   surface_difference w512 = surfaces_differ(&r[0].surface, &r[1].surface, 512);
   ms_output out;
-  if (ms_output_open(&out, o->output ? o->output : "-") < 0) {
-    cli_fail(command);
-    goto done;
-  }
+  if (report_open(command, &out, o->output, inputs->program_argc > 0) < 0) goto done;
   if (o->json)
     write_json(out.file, configs, r, levels, all, w512);
   else
@@ -239,13 +243,12 @@ int compare_sources(const char *command, const cli_inputs *inputs,
     cli_error(command, "cannot write the comparison");
     goto done;
   }
-  if (ms_output_commit(&out) < 0) {
-    cli_fail(command);
-    goto done;
-  }
+  if (report_commit(command, &out) < 0) goto done;
   status = program_status;
 done:
   free(configs);
+  for (int s = 0; r && s < 2; s++)
+    report_observed_free(&r[s].observed);
   free(r);
   return status;
 }

@@ -12,7 +12,7 @@
 typedef struct compare_sources_options {
   ms_surface_config config;   /* the grid of both surfaces */
   uint64_t footprint, length; /* expansion of trace seeds, as `memsnap sim` */
-  const char *output;         /* NULL: standard output */
+  const char *output;         /* NULL: standard output (standard error with a live program) */
   int json;
 } compare_sources_options;
 

@@ -69,7 +69,8 @@ int locality_parse_input_option(const char *command, int option, const char *val
   return -1;
 }
 
-static int surface_of_signature(const char *command, const char *path, ms_surface *out) {
+static int surface_of_signature(const char *command, const char *path, ms_surface *out,
+                                report_observed *observed) {
   ms_signature *signature = NULL;
   ms_signature_surface derived;
   if (ms_signature_load(path, &signature) < 0 ||
@@ -99,16 +100,27 @@ static int surface_of_signature(const char *command, const char *path, ms_surfac
   }
   out->accesses = signature->accesses_seen;
   out->sample_rate = 1.0;
+  /* a signature names its program, not how the program ended */
+  ms_stream_info info = {.program = signature->program, .exit_status = -1};
+  int rc = observed ? report_observe(command, observed, &info, path) : 0;
   ms_signature_free(signature);
-  return 0;
+  return rc < 0 ? 1 : 0;
 }
 
 int locality_surface_of(const char *command, const char *path, int program_argc,
                         char **program_argv, const locality_input_options *options, ms_surface *out,
                         ms_surface *exact, int *program_status) {
+  return locality_surface_observe(command, path, program_argc, program_argv, options, out, exact,
+                                  program_status, NULL);
+}
+
+int locality_surface_observe(const char *command, const char *path, int program_argc,
+                             char **program_argv, const locality_input_options *options,
+                             ms_surface *out, ms_surface *exact, int *program_status,
+                             report_observed *observed) {
   *program_status = 0;
   if (program_argc == 0 && locality_is_signature(path)) {
-    int rc = surface_of_signature(command, path, out);
+    int rc = surface_of_signature(command, path, out, observed);
     if (exact) *exact = *out;
     return rc;
   }
@@ -143,6 +155,9 @@ int locality_surface_of(const char *command, const char *path, int program_argc,
   ms_surface_builder_result(builder, out);
   if (exact) ms_surface_builder_result(exact_builder, exact);
   *program_status = cli_program_status(source);
+  if (observed &&
+      report_observe(command, observed, ms_source_info(source), program_argc ? NULL : path) < 0)
+    goto done;
   status = 0;
 done:
   ms_source_destroy(source);

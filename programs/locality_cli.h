@@ -7,6 +7,7 @@
 
 #include "memsnap/scores.h"
 #include "memsnap/surface.h"
+#include "report.h"
 
 /* How to observe an input: the grid (and SHARDS rate) and optional interval sampling
  * (sample_on accesses kept, then sample_off dropped; both 0: everything). */
@@ -26,6 +27,13 @@ int locality_is_signature(const char *path);
 int locality_surface_of(const char *command, const char *path, int program_argc,
                         char **program_argv, const locality_input_options *options, ms_surface *out,
                         ms_surface *exact, int *program_status);
+
+/* locality_surface_of, and what was observed (report.h) into *observed when it is not NULL
+ * (freed by the caller with report_observed_free, on success only). */
+int locality_surface_observe(const char *command, const char *path, int program_argc,
+                             char **program_argv, const locality_input_options *options,
+                             ms_surface *out, ms_surface *exact, int *program_status,
+                             report_observed *observed);
 
 /* Parses --format: table, csv or json. Returns 0, or -1 (message printed). */
 int locality_parse_format(const char *command, const char *value, const char **format);

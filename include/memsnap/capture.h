@@ -10,6 +10,7 @@
 #ifndef MEMSNAP_CAPTURE_H
 #define MEMSNAP_CAPTURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "memsnap/stream.h"
@@ -39,6 +40,14 @@ typedef struct ms_capture_options {
 
 int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
                     ms_source **out);
+  /* Valgrind path: Valgrind's own messages (its warnings and errors; its banner too without
+   * quiet) are read from a pipe (--log-fd) instead of going to the program's standard
+   * error, and handed here unchanged as they come; NULL: they are dropped. Either way the
+   * capture recognises a Valgrind that gave up (it exits without running the tool's end,
+   * e.g. on debug information it cannot read): before the program ran, ms_source_next fails
+   * with Valgrind's first line and what to do; later, info.capture_failure says so. */
+  void (*tool_messages)(void *context, const char *text, size_t length);
+  void *tool_messages_context;
 
 /* 1 if the ELF file `path` contains memsnap's compiler runtime (its .memsnap_rt section),
  * 0 if not (or not an ELF file), negative if it cannot be read. */

@@ -44,6 +44,9 @@ typedef struct ms_stream_info {
 } ms_stream_info;
 
 typedef struct ms_source ms_source;
+  char *capture_failure; /* live capture: why the stream ended before the program did, when
+                            the capture itself failed (Valgrind gave up: its words and what to
+                            do), or NULL; owned by the source, never stored in a trace */
 typedef struct ms_source_ops {
   /* Fills batch (up to its capacity); returns the number of accesses, 0 at the end of
    * the stream, or a negative status (message via ms_error_message()). */

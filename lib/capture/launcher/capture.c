@@ -39,6 +39,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +105,17 @@ typedef struct capture_source {
   int sample_recording;
   uint64_t sample_left; /* accesses left in the current phase */
   uint16_t thread;      /* thread of the accesses that follow */
+  uint64_t accesses_read; /* access records received, sampled out or not */
+  /* Valgrind's own messages (--log-fd): read end of their pipe (-1: none, or closed), where
+   * they go, and what the diagnosis of a Valgrind that gave up needs of them: the first
+   * line (its "==pid== " cut off) and whether they speak of debug information. */
+  int log_fd;
+  void (*log_to)(void *context, const char *text, size_t length);
+  void *log_context;
+  char log_line[256], log_first[256];
+  size_t log_line_length;
+  int log_dwarf_form, log_debuginfo;
+  int gave_up; /* Valgrind exited without the tool's end before any access: an error */
   tool_names *names;
   size_t names_capacity;
   object_bias *objects;
@@ -134,6 +146,60 @@ static inline size_t unit_extra(int rt, uint64_t b) {
   return (size_t)(rt ? b >> 32 : b >> 16) & 0xffff;
 }
 
+/* One line of Valgrind's messages, for the diagnosis: the first one, and the words that say
+ * its debug-information reader gave up. */
+static void scan_log_line(capture_source *cs, char *line) {
+  char *text = line;
+  if (text[0] == '=' && text[1] == '=') { /* "==1234== " */
+    char *end = strstr(text + 2, "== ");
+    if (end) text = end + 3;
+  }
+  text[strcspn(text, "\r\n")] = '\0';
+  if (strstr(text, "unhandled dwarf2 abbrev form")) cs->log_dwarf_form = 1;
+  if (strstr(text, "debuginfo reader")) cs->log_debuginfo = 1;
+  if (!cs->log_first[0] && text[strspn(text, " \t")])
+    snprintf(cs->log_first, sizeof cs->log_first, "%s", text);
+}
+
+/* Reads what is in Valgrind's log pipe (one read: poll said there is something, or the
+ * pipe is non-blocking), hands it on and scans its lines; closes the pipe at end of file.
+ * Returns the bytes read, 0 at end of file or when nothing was there. */
+static ssize_t read_log(capture_source *cs) {
+  char text[4096];
+  ssize_t n = read(cs->log_fd, text, sizeof text);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+  if (n <= 0) {
+    close(cs->log_fd);
+    cs->log_fd = -1;
+    return 0;
+  }
+  if (cs->log_to) cs->log_to(cs->log_context, text, (size_t)n);
+  for (ssize_t i = 0; i < n; i++) {
+    if (cs->log_line_length + 1 < sizeof cs->log_line) cs->log_line[cs->log_line_length++] = text[i];
+    if (text[i] != '\n') continue;
+    cs->log_line[cs->log_line_length] = '\0';
+    scan_log_line(cs, cs->log_line);
+    cs->log_line_length = 0;
+  }
+  return n;
+}
+
+/* After Valgrind exited: the rest of its messages (without waiting for a process it forked,
+ * which may hold the pipe open), then the pipe is closed. */
+static void drain_log(capture_source *cs) {
+  if (cs->log_fd < 0) return;
+  fcntl(cs->log_fd, F_SETFL, fcntl(cs->log_fd, F_GETFL) | O_NONBLOCK);
+  while (cs->log_fd >= 0 && read_log(cs) > 0) {
+  }
+  if (cs->log_line_length) { /* a last line without its newline */
+    cs->log_line[cs->log_line_length] = '\0';
+    scan_log_line(cs, cs->log_line);
+    cs->log_line_length = 0;
+  }
+  if (cs->log_fd >= 0) close(cs->log_fd);
+  cs->log_fd = -1;
+}
+
 /* Makes at least `need` bytes available (need <= READ_BUFFER); 0 if they are, 1 at end of
  * file with fewer, negative on a read error. */
 static int fill(capture_source *cs, size_t need) {
@@ -143,6 +209,15 @@ static int fill(capture_source *cs, size_t need) {
       memmove(cs->buffer, cs->buffer + cs->start, cs->end - cs->start);
       cs->end -= cs->start;
       cs->start = 0;
+    }
+    if (cs->log_fd >= 0) { /* Valgrind blocks on a full log pipe: read both */
+      struct pollfd fds[2] = {{.fd = cs->fd, .events = POLLIN}, {.fd = cs->log_fd, .events = POLLIN}};
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return ms_error_set(MS_ERR_IO, "waiting for the capture channel: %s", strerror(errno));
+      }
+      if (fds[1].revents) read_log(cs);
+      if (!fds[0].revents) continue;
     }
     ssize_t n = read(cs->fd, cs->buffer + cs->end, READ_BUFFER - cs->end);
     if (n < 0 && errno == EINTR) continue;
@@ -312,6 +387,32 @@ static void resolve_sites(capture_source *cs) {
 /* The source                                                 */
 /*------------------------------------------------------------*/
 
+/* What to do when Valgrind's messages say it could not read debug information, or NULL. */
+static const char *debuginfo_advice(const capture_source *cs) {
+  if (cs->log_dwarf_form)
+    return "the program's debug information has DWARF 5 forms that this Valgrind cannot read "
+           "(clang 14 writes them with -g): rebuild it with -gdwarf-4, or build it with "
+           "memsnap-cc, whose capture runs the program natively";
+  if (cs->log_debuginfo)
+    return "Valgrind could not read the program's debug information: rebuild it with "
+           "-gdwarf-4 (or without -g), or build it with memsnap-cc, whose capture runs the "
+           "program natively";
+  return NULL;
+}
+
+/* "Valgrind gave up WHEN PROGRAM ... (exit status N: "its first line"): advice", malloc'ed. */
+static char *gave_up_text(const capture_source *cs, const char *when) {
+  const ms_stream_info *info = &cs->base.info;
+  const char *advice = debuginfo_advice(cs);
+  char *text = NULL;
+  if (asprintf(&text, "Valgrind gave up %s %s (exit status %d%s%s%s)%s%s", when,
+               info->program ? info->program : "the program", info->exit_status,
+               cs->log_first[0] ? ": \"" : "", cs->log_first, cs->log_first[0] ? "\"" : "",
+               advice ? ": " : "", advice ? advice : "") < 0)
+    return NULL;
+  return text;
+}
+
 static void finish_stream(capture_source *cs) {
   if (cs->finished) return;
   cs->finished = 1;
@@ -340,6 +441,16 @@ static void finish_stream(capture_source *cs) {
   }
   if (!cs->saw_exit) info->flags |= MS_STREAM_TRUNCATED;
   if (!cs->saw_exit && cs->exec_last) info->flags |= MS_STREAM_EXEC;
+  drain_log(cs);
+  /* Under Valgrind a program that exits, even by _exit, runs the tool's end (EXIT): an exit
+   * without it is Valgrind's own (status 1 when its debug-information reader gives up). */
+  if (had_child && strcmp(info->capture, "valgrind") == 0 && !cs->saw_exit && !cs->exec_last &&
+      status >= 0 && WIFEXITED(status)) {
+    if (cs->accesses_read == 0)
+      cs->gave_up = 1;
+    else
+      info->capture_failure = gave_up_text(cs, "while it ran");
+  }
   resolve_sites(cs);
 }
 
@@ -541,6 +652,12 @@ static int capture_next(ms_source *source, ms_batch *batch) {
       if (rc < 0) return rc;
       if (rc > 0) { /* end of file: a partial notice can only come from a killed tool */
         finish_stream(cs);
+        if (cs->gave_up) {
+          char *text = gave_up_text(cs, "before it ran");
+          rc = ms_error_set(MS_ERR_CHILD, "%s", text ? text : "Valgrind gave up");
+          free(text);
+          return rc;
+        }
         break;
       }
       continue;
@@ -556,6 +673,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
                              cs->site_tails, out + count)
              : copy_accesses(p, n, cs->thread, cs->site_base, site_count, out + count);
       count += copied;
+      cs->accesses_read += copied;
       p += copied * step;
       cs->chunk = p;
       if (copied == units || count == batch->capacity) continue;
@@ -588,6 +706,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
     }
     cs->chunk = p + bytes;
     if (!is_access) continue;
+    cs->accesses_read++;
     if (cs->sampling) {
       if (cs->sample_left == 0) {
         cs->sample_recording = !cs->sample_recording;
@@ -606,6 +725,7 @@ static void capture_destroy(ms_source *source) {
   capture_source *cs = (capture_source *)source;
   if (cs->fd >= 0) close(cs->fd);
   if (cs->credit_fd >= 0) close(cs->credit_fd);
+  if (cs->log_fd >= 0) close(cs->log_fd);
   if (cs->slots) munmap(cs->slots, (size_t)SLOT_COUNT * SLOT_BYTES);
   if (cs->pid > 0) {
     kill(cs->pid, SIGKILL);
@@ -622,6 +742,8 @@ static void capture_destroy(ms_source *source) {
     free(cs->objects[i].path);
   free(cs->objects);
   free(cs->buffer);
+  free(cs->base.info.capture_failure);
+  cs->base.info.capture_failure = NULL;
   ms_stream_info_clear(&cs->base.info);
   free(cs);
 }
@@ -809,14 +931,16 @@ static int expect_hello(capture_source *cs, const char *program) {
   }
   int status;
   wait_child(cs, &status);
+  drain_log(cs);
   if (strcmp(cs->base.info.capture, "rt") == 0)
     return ms_error_set(MS_ERR_CHILD,
                         "%s: no memsnap runtime answered (build the program with memsnap-cc, or "
                         "use --via=valgrind)",
                         program);
   if (status >= 0 && WIFEXITED(status))
-    return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (exit status %d)", program,
-                        WEXITSTATUS(status));
+    return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (exit status %d%s%s%s)",
+                        program, WEXITSTATUS(status), cs->log_first[0] ? ": \"" : "",
+                        cs->log_first, cs->log_first[0] ? "\"" : "");
   return ms_error_set(MS_ERR_CHILD, "%s: valgrind failed to start it (%s)", program,
                       status >= 0 && WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
                                                          : "no records");
@@ -881,6 +1005,7 @@ static capture_source *new_source(void) {
   cs->pid = -1;
   cs->fd = -1;
   cs->credit_fd = -1;
+  cs->log_fd = -1;
   cs->chunk_slot = -1;
   cs->buffer = malloc(READ_BUFFER);
   if (!cs->buffer) {
@@ -948,7 +1073,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   rc = init_info(cs, argc, argv, program, via == MS_CAPTURE_RT ? "rt" : "valgrind", options);
   cs->sampling = via == MS_CAPTURE_VALGRIND && (cs->base.info.flags & MS_STREAM_SAMPLED);
 
-  int channel[2] = {-1, -1}, credit[2] = {-1, -1}, shm = -1;
+  int channel[2] = {-1, -1}, credit[2] = {-1, -1}, log[2] = {-1, -1}, shm = -1;
   char **env = NULL;
   char **child_argv = NULL;
   /* for the runtime, the notice channel is a socket too: its writes use MSG_NOSIGNAL, so
@@ -956,8 +1081,9 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   if (rc == 0 && via == MS_CAPTURE_RT &&
       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
     rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
-  if (rc == 0 && ((via != MS_CAPTURE_RT && pipe2(channel, O_CLOEXEC) != 0) ||
-                  socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0))
+  if (rc == 0 &&
+      ((via != MS_CAPTURE_RT && (pipe2(channel, O_CLOEXEC) != 0 || pipe2(log, O_CLOEXEC) != 0)) ||
+       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, credit) != 0))
     rc = ms_error_set(MS_ERR_CHILD, "capture channel: %s", strerror(errno));
   if (rc == 0) {
     shm = memfd_create("memsnap-capture", MFD_CLOEXEC);
@@ -973,10 +1099,10 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   if (rc == 0) {
     env = via == MS_CAPTURE_RT ? rt_environment(channel[1], shm, credit[1], options)
                                : child_environment(tool_dir);
-    child_argv = calloc((size_t)argc + 9, sizeof *child_argv);
+    child_argv = calloc((size_t)argc + 10, sizeof *child_argv);
     if (!env || !child_argv) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
-  char options_text[4][40];
+  char options_text[5][40];
   if (rc == 0 && via == MS_CAPTURE_RT) {
     for (int i = 0; i < argc; i++)
       child_argv[i] = argv[i];
@@ -988,19 +1114,22 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
     snprintf(options_text[1], sizeof options_text[1], "--memsnap-shm=%d", shm);
     snprintf(options_text[2], sizeof options_text[2], "--memsnap-credit=%d", credit[1]);
     snprintf(options_text[3], sizeof options_text[3], "--memsnap-slots=%d", SLOT_COUNT);
+    /* Valgrind's own messages come here, not to the program's standard error: Valgrind
+     * moves the descriptor out of the program's reach and keeps it across followed execs */
+    snprintf(options_text[4], sizeof options_text[4], "--log-fd=%d", log[1]);
     int n = 0;
     child_argv[n++] = (char *)"valgrind";
     child_argv[n++] = (char *)"--tool=memsnap";
     if (!options || options->quiet) child_argv[n++] = (char *)"-q";
     if (!options || !options->no_follow_exec) child_argv[n++] = (char *)"--trace-children=yes";
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
       child_argv[n++] = options_text[i];
     child_argv[n++] = program;
     for (int i = 1; i < argc; i++)
       child_argv[n++] = argv[i];
     child_argv[n] = NULL;
-    int inherit[3] = {channel[1], shm, credit[1]};
-    rc = spawn(MEMSNAP_VALGRIND_EXECUTABLE, child_argv, env, inherit, 3, &cs->pid);
+    int inherit[4] = {channel[1], shm, credit[1], log[1]};
+    rc = spawn(MEMSNAP_VALGRIND_EXECUTABLE, child_argv, env, inherit, 4, &cs->pid);
   }
   if (env) free(env[0]);
   if (env && via == MS_CAPTURE_RT) free(env[1]);
@@ -1008,8 +1137,14 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   free(child_argv);
   if (channel[1] >= 0) close(channel[1]);
   if (credit[1] >= 0) close(credit[1]);
+  if (log[1] >= 0) close(log[1]);
   if (shm >= 0) close(shm);
   cs->fd = channel[0];
+  cs->log_fd = log[0];
+  if (options) {
+    cs->log_to = options->tool_messages;
+    cs->log_context = options->tool_messages_context;
+  }
   cs->credit_fd = credit[0];
   if (rc == 0) forward_begin(cs);
   if (rc == 0) rc = expect_hello(cs, program);
