@@ -50,7 +50,7 @@ static const command *find_command(const char *name) {
 
 /* memsnap help [COMMAND]: COMMAND's own --help, so that both print the one text. */
 static int help(int argc, char **argv) {
-  if (argc < 3) {
+  if (argc < 3 || (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))) {
     usage(stdout);
     return 0;
   }

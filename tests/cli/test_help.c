@@ -65,6 +65,10 @@ static void test_global_help(void **state) {
   char *again = out();
   assert_non_null(strstr(again, "\ncommands:\n"));
   free(again);
+  assert_int_equal(memsnap("help --help"), 0);
+  again = out();
+  assert_non_null(strstr(again, "\ncommands:\n"));
+  free(again);
   assert_int_equal(memsnap("--version"), 0);
   char *version = out();
   assert_int_equal(strncmp(version, "memsnap ", 8), 0);
