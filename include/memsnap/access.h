@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ms_access_kind {
   MS_LOAD = 0,
   MS_STORE = 1,
@@ -28,7 +32,12 @@ typedef struct ms_access {
   uint8_t kind;    /* ms_access_kind */
 } ms_access;
 
+/* C11's _Static_assert is not C++'s static_assert: the header is read by both. */
+#ifdef __cplusplus
+static_assert(sizeof(ms_access) == 16, "ms_access is a 16-byte record");
+#else
 _Static_assert(sizeof(ms_access) == 16, "ms_access is a 16-byte record");
+#endif
 
 #define MS_BATCH_CAPACITY 4096
 
@@ -45,5 +54,9 @@ void ms_batch_free(ms_batch *batch);
 /* "load", "store", "modify" and back; ms_access_kind_parse returns -1 if unknown. */
 const char *ms_access_kind_name(ms_access_kind kind);
 int ms_access_kind_parse(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -39,6 +39,10 @@
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_HIERARCHY_MAX_LEVELS 8
 #define MS_CACHE_MAX_ASSOCIATIVITY 1024
 #define MS_CACHE_MIN_LINE_SIZE 4
@@ -174,5 +178,9 @@ int ms_cache_report_json(FILE *out, const ms_hierarchy_set *set, const ms_site_t
 
 /* A sink that feeds every batch to the set (not owned by the sink). */
 int ms_cache_sink_new(ms_hierarchy_set *set, ms_sink **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

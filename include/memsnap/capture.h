@@ -15,6 +15,10 @@
 
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ms_capture_via {
   MS_CAPTURE_AUTO = 0, /* the runtime if the program contains it, else Valgrind */
   MS_CAPTURE_VALGRIND, /* memsnap's Valgrind tool */
@@ -59,5 +63,9 @@ int ms_capture_has_rt(const char *path);
  * three descriptors belong to the source from the call on, whatever it returns. */
 int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
                       int argc, char *const *argv, ms_source **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_CHASE_MAX_ILP 20
 
 typedef void (*ms_chase_kernel)(const uint32_t *data, uint32_t *pointers, uint64_t iterations);
@@ -59,5 +63,9 @@ int ms_counters_open(ms_counters *counters);
 void ms_counters_start(ms_counters *counters);
 void ms_counters_stop(ms_counters *counters); /* reads the values */
 void ms_counters_close(ms_counters *counters);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ms_status {
   MS_OK = 0,
   MS_ERR_IO = -1,          /* open/read/write failed (errno in the message) */
@@ -37,5 +41,9 @@ int ms_error_setv(int status, const char *format, va_list args);
 /* The calling thread's last detailed message, or the status name if none was set. */
 const char *ms_error_message(void);
 void ms_error_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

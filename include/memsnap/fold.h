@@ -28,6 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ms_fold ms_fold;
 typedef struct ms_fold_cursor ms_fold_cursor;
 
@@ -171,5 +175,9 @@ bool ms_fold_cursor_next(ms_fold_cursor *cursor, int64_t *value);
  * `capacity` only at the end).
  * This is the fast path: runs of a value and small repeated bodies are copied in bulk. */
 size_t ms_fold_cursor_read(ms_fold_cursor *cursor, int64_t *values, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ms_output {
   FILE *file;      /* write here */
   char *path;      /* target path */
@@ -20,5 +24,9 @@ int ms_output_open(ms_output *out, const char *path);
 int ms_output_commit(ms_output *out);
 /* Closes and removes the temporary. Safe to call after commit (does nothing then). */
 void ms_output_abort(ms_output *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- Expressions of nested repetitions ------------------------------------------------ */
 
 typedef struct ms_psnap_node {
@@ -308,5 +312,9 @@ int ms_psnap_open(const char *path, ms_source **out);
  * file ends with `file` and line is `line` (file:line text); returns how many. */
 int ms_psnap_select(const ms_psnap_profile *profile, const char *function, const char *file_line,
                     uint8_t *mask);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

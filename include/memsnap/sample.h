@@ -16,6 +16,10 @@
 
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Called before the first kept access of interval `interval`; a negative return stops
  * the pipeline with that status. */
 typedef int (*ms_sample_interval_fn)(void *context, uint64_t interval);
@@ -32,5 +36,9 @@ int ms_sample_sink_set_warmup(ms_sink *sink, ms_sink *warm, uint64_t count);
 
 /* Accesses seen by the wrapper and accesses passed on, so far. */
 void ms_sample_sink_counts(const ms_sink *sink, uint64_t *seen, uint64_t *kept);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

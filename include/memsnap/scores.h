@@ -30,6 +30,10 @@
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_SCORES_MAX_LOOKBACK 1024
 
 typedef struct ms_scores_config {
@@ -73,5 +77,9 @@ int ms_scores_sink_new(ms_scores_builder *builder, ms_sink **out);
  * sorted by contribution (spatial + temporal). `sites` may be NULL. */
 int ms_scores_write_table(FILE *out, const ms_scores *scores, const ms_site_table *sites, int top);
 int ms_scores_write_json(FILE *out, const ms_scores *scores, const ms_site_table *sites, int top);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

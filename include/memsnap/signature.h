@@ -31,6 +31,10 @@
 
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_SIGNATURE_DEPTHS 17            /* depths and reuse bins 2^0..2^16 */
 #define MS_SIGNATURE_MAX_LEVELS 12        /* alpha levels: width / word <= 2^12 */
 #define MS_SIGNATURE_ALL (UINT32_MAX - 1) /* bin of the whole program (MS_SITE_NONE: no site) */
@@ -153,5 +157,9 @@ typedef struct ms_signature_surface {
 
 int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
                                 ms_signature_surface *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ms_site {
   uint64_t pc;          /* run-time instruction address */
   const char *object;   /* path of the ELF object holding pc, or NULL */
@@ -54,5 +58,9 @@ int ms_site_table_name_by_offset(ms_site_table *table, const char *object_path,
 /* "function (file:line)", "function (0x4005d0)", "gzip+0x430e" (named by offset: no
  * run-time pc) or "0x4005d0" into buf; returns buf. */
 const char *ms_site_describe(const ms_site *site, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

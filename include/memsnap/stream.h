@@ -14,6 +14,10 @@
 #include "memsnap/access.h"
 #include "memsnap/sites.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
   MS_STREAM_TRUNCATED = 1u << 0, /* the program crashed or was killed; the stream is a prefix */
   MS_STREAM_SAMPLED = 1u << 1,   /* interval sampling: see sample_on/sample_off */
@@ -95,5 +99,9 @@ int ms_pipeline_run(ms_source *source, ms_sink *const *sinks, int sink_count, ui
 int ms_stream_info_set_program(ms_stream_info *info, const char *program, int argc,
                                char *const *argv);
 void ms_stream_info_clear(ms_stream_info *info); /* frees strings and the site table */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

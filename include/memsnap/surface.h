@@ -26,6 +26,10 @@
 #include "memsnap/access.h"
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_SURFACE_MAX_WIDTHS 16
 #define MS_SURFACE_MAX_DEPTHS 32
 #define MS_SURFACE_MAX_DEPTH (1u << 24) /* deepest depth accepted, in blocks */
@@ -97,5 +101,9 @@ int ms_surface_difference(const ms_surface *a, const ms_surface *b, double *mean
 int ms_surface_write_table(FILE *out, const ms_surface *surface);
 int ms_surface_write_csv(FILE *out, const ms_surface *surface);
 int ms_surface_write_json(FILE *out, const ms_surface *surface);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

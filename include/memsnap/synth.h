@@ -27,6 +27,10 @@
 #include "memsnap/signature.h"
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MS_SYNTH_LIST_BLOCKS ((1u << 16) + 1) /* LRU list length: deepest depth + 1 */
 
 typedef struct ms_synth_config {
@@ -96,5 +100,9 @@ uint64_t ms_seed_replications(const ms_seed_info *info, uint64_t footprint);
  * r * working_set bytes, repeated until `length` accesses (0: one pass). Constant memory
  * (the seed is re-read, not held). */
 int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length, ms_source **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include "memsnap/stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ms_trace_format {
   MS_FORMAT_UNKNOWN = 0,
   MS_FORMAT_MTR,
@@ -54,5 +58,9 @@ int ms_lackey_open(const char *path, ms_source **out);
  * 3 escape, 4 flush (ignored). A modify is written as a read then a write. */
 int ms_din_open(const char *path, ms_source **out);
 int ms_din_sink_new(const char *path, ms_sink **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
