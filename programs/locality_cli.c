@@ -103,6 +103,7 @@ static int surface_of_signature(const char *command, const char *path, ms_surfac
   /* a signature names its program, not how the program ended */
   ms_stream_info info = {.program = signature->program, .exit_status = -1};
   int rc = observed ? report_observe(command, observed, &info, path) : 0;
+  if (observed && rc == 0) observed->truncated = -1;
   ms_signature_free(signature);
   return rc < 0 ? 1 : 0;
 }

@@ -66,8 +66,9 @@ void report_write_observed(FILE *out, const report_observed *o) {
   else
     fprintf(out, ": exit status unknown");
   fprintf(out, "; %s\n",
-          o->truncated ? "truncated: the accesses are those before the program stopped"
-                       : "complete");
+          o->truncated > 0   ? "truncated: the accesses are those before the program stopped"
+          : o->truncated < 0 ? "whether it is complete is not known"
+                             : "complete");
 }
 
 void report_add_observed_json(json_object *object, const report_observed *o) {
@@ -78,7 +79,8 @@ void report_add_observed_json(json_object *object, const report_observed *o) {
   char name[16];
   json_object_object_add(object, "signal",
                          o->signal ? json_object_new_string(signal_name(o->signal, name)) : NULL);
-  json_object_object_add(object, "truncated", json_object_new_boolean(o->truncated));
+  json_object_object_add(object, "truncated",
+                         o->truncated >= 0 ? json_object_new_boolean(o->truncated) : NULL);
 }
 
 int report_write_json(FILE *out, const report_observed *observed, const char *json) {

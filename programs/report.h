@@ -22,7 +22,7 @@ typedef struct report_observed {
   char *input;     /* the file read, NULL for a live program */
   int exit_status; /* -1 unknown */
   int signal;      /* the signal that killed the program, 0 if none */
-  int truncated;
+  int truncated;   /* 1 a prefix of the run, 0 complete, -1 not known (a .sig) */
 } report_observed;
 
 /* Takes what `info` says of the stream read from `path` (NULL: a live program). Returns 0,
