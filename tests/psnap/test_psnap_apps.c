@@ -1,0 +1,68 @@
+/* Smoke checks on the application-shaped kernels of tests/programs (the workload set of
+ * bench/workloads.sh), at sizes far below their defaults so that all of them together take
+ * seconds: each runs correctly under capture (its own check passes: exit status 0), and
+ * record, profile and verify succeed on it; the profile covers every access of the
+ * executable that the trace holds, and every site's own accesses match (the sites are
+ * exact at these sizes, order aside). At these sizes the dense codes (ADI, SSOR, FFT,
+ * multigrid, the triangular nests) also replay exactly in order. How far the replay is
+ * from the trace at realistic sizes is measured by bench/run-apps.sh (docs/accuracy.md,
+ * "Real applications"), not asserted here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static char *dir;
+
+TEST_SCRATCH_GROUP(dir)
+
+typedef struct app {
+  const char *name, *args;
+  int exact_in_order; /* the replay equals the trace in program order */
+} app;
+
+static const app apps[] = {
+    {"adi", "10 1", 1},         {"ssor", "10 1", 1},        {"fft3d", "8 1", 1},
+    {"mg", "3 1", 1},           {"triangular", "all 16", 1}, {"cg", "100 3", 0},
+    {"isort", "15 1", 0},       {"hashtab", "2000 1", 0},   {"bintree", "2000 1", 0},
+};
+
+static void assert_out_contains(const char *name, const char *text) {
+  char *out = test_read_in(dir, "out");
+  assert_non_null(out);
+  if (!strstr(out, text)) fail_msg("%s: '%s' not in:\n%s", name, text, out);
+  free(out);
+}
+
+static void apps_record_profile_and_verify(void **state) {
+  (void)state;
+  for (size_t a = 0; a < sizeof apps / sizeof *apps; a++) {
+    const app *A = &apps[a];
+    char kernel_path[1024];
+    test_kernel(A->name, kernel_path, sizeof kernel_path);
+    if (test_memsnap_in(dir, "record -q -o app.mtr -- %s %s", kernel_path, A->args) != 0)
+      fail_msg("%s %s: record (or the program's own check) failed", A->name, A->args);
+    assert_int_equal(test_memsnap_in(dir, "profile -q -o app.psnap app.mtr"), 0);
+    assert_int_equal(test_memsnap_in(dir, "verify --no-cache app.psnap app.mtr"), 0);
+    assert_out_contains(A->name, "exact match per site (each site's own accesses, order aside): "
+                                 "100.0000%");
+    if (A->exact_in_order) {
+      assert_out_contains(A->name, "exact match: 100.0000%");
+      assert_out_contains(A->name, "first divergence: none");
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(apps_record_profile_and_verify),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
