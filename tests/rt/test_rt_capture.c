@@ -425,8 +425,10 @@ static void test_sim_live(void **state) {
   assert_int_equal(run_kernel("", "matmul", "30"), 0);
   assert_int_equal(test_memsnap_in(dir, "sim --json -H 32k/64/8 out.mtr"), 0);
   json_object *from_file = report_in_out();
-  assert_int_equal(test_memsnap_in(dir, "sim --json -H 32k/64/8 -- '%s' 30", kernel), 0);
-  json_object *live = report_in_out(); /* after the kernel's own line of output */
+  /* -o -: the report on standard output, after the kernel's own line of output (without
+   * it, the report of a live program goes to standard error) */
+  assert_int_equal(test_memsnap_in(dir, "sim --json -H 32k/64/8 -o - -- '%s' 30", kernel), 0);
+  json_object *live = report_in_out();
   assert_int_equal(level1_accesses(from_file), level1_accesses(live));
   json_object_put(from_file);
   json_object_put(live);
