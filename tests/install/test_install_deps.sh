@@ -10,7 +10,7 @@ source=$1 hold_lock=$2
 lock=/var/lib/dpkg/lock-frontend
 work=$(mktemp -d "${TMPDIR:-/tmp}/memsnap-deps.XXXXXX")
 holder=""
-trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -z "$holder" ] || kill "$holder" 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # apt-get as seen by install-deps.sh: noted, then the real one
 mkdir "$work/bin"
