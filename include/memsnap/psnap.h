@@ -36,6 +36,11 @@ typedef struct ms_psnap_node {
   uint64_t repeat; /* >= 1 */
   uint32_t first;  /* a group's first child in expr->children */
   uint32_t count;  /* a group's number of children; 0 for a leaf */
+  /* Steps (non-rectangular loops; children of a top-level group only): in iteration r of
+   * that group the value is value + r * value_step and the repeat repeat + r * repeat_step.
+   * Written `{-64,+8}`, `^{9,-1}` (docs/formats.md). */
+  int64_t value_step;
+  int64_t repeat_step;
 } ms_psnap_node;
 
 typedef struct ms_psnap_expr {
@@ -44,6 +49,10 @@ typedef struct ms_psnap_expr {
   uint32_t *children;
   uint32_t child_count, child_capacity;
   uint32_t root;    /* a group of repeat 1: the whole sequence (may be empty) */
+  /* The root as written (text, copies). With steps, `root` is another group: the groups
+   * with steps unrolled, one run of children per iteration, that cursors walk. */
+  uint32_t text_root;
+  uint32_t written_nodes; /* nodes [0, written_nodes) are the written expression */
   int finished;     /* ms_psnap_expr_finish succeeded */
   uint64_t *length; /* per node: elements in one iteration */
   int64_t *sum;     /* per node: sum of the values of one iteration (wrapping) */
@@ -69,6 +78,11 @@ int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t
 /* Sets the top-level sequence and computes lengths and sums; MS_ERR_FORMAT if the
  * number of elements overflows 64 bits. */
 int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count);
+/* Gives node `id` (a child of a top-level group) steps; checked by ms_psnap_expr_finish. */
+void ms_psnap_expr_set_steps(ms_psnap_expr *expr, uint32_t id, int64_t value_step,
+                             int64_t repeat_step);
+/* Most children the groups with steps may unroll to (MS_ERR_FORMAT beyond). */
+#define MS_PSNAP_UNROLL_MAX (1u << 22)
 /* Parses text (no newline) written by ms_psnap_expr_print. Errors name file:line:column,
  * columns counted from `column` for the first character of text. */
 int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_psnap_expr_kind kind,

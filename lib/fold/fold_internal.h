@@ -29,6 +29,7 @@ typedef struct fold_sequence {
   uint32_t depth;       /* 1 + the depth of the deepest group inside */
   uint32_t flat;        /* offset of the expanded copy in fold->flat, or FOLD_NO_FLAT */
   uint32_t flat_length; /* whole iterations held in the copy, in elements */
+  bool affine;          /* some term has a step: iterations differ (expanded, sum: the first) */
 } fold_sequence;
 
 /* One level of the walk that predicts the next element inside the tail group's body. */
@@ -77,6 +78,7 @@ struct ms_fold {
   ms_fold_term *win;  /* the last top-level terms; the newest at win[win_count - 1] */
   uint64_t *win_hash; /* win_hash[i] = polynomial hash of win[0..i) */
   uint32_t win_count, win_capacity;
+  uint32_t plain_run; /* the newest plain_run window terms (at most) are count-1 values */
 
   fold_predict_frame *predict;
   uint32_t predict_depth, predict_capacity;
@@ -87,6 +89,14 @@ struct ms_fold {
   uint32_t predict_flat_length; /* its elements */
   uint32_t run_start;           /* position in it of the run being predicted */
   uint32_t run_length;          /* elements of that run (equal values) */
+
+  /* An affine group predicts through an instance: a sequence (not interned, its pool
+   * room reserved once) rewritten with the terms of the next iteration. */
+  uint32_t instance;
+  uint32_t instance_room;
+  ms_fold_steps *steps; /* steps[i] for terms with steps == i (entry 0 unused) */
+  uint32_t step_count, step_capacity;
+  bool predict_affine; /* the prediction runs on the instance */
 
   int64_t *flat; /* expanded copies of small bodies for replay */
   size_t flat_count;
@@ -99,8 +109,43 @@ struct ms_fold {
 uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t count,
                               uint64_t hash, int *status);
 
-/* Expanded length of a term, or false on overflow. */
+/* Expanded length of a term, or false on overflow (or a count that a step takes out of
+ * range). */
 bool fold_term_length(const ms_fold *fold, const ms_fold_term *term, uint64_t *length);
+
+/* Wrapping sum of the expansion of a term. */
+uint64_t fold_term_sum(const ms_fold *fold, const ms_fold_term *term);
+
+/* Elements and wrapping sum of the first `r` iterations of body `sequence` (affine or not);
+ * false when a count leaves [1, 2^64-1] or the length overflows. */
+bool fold_iterations_length(const ms_fold *fold, uint32_t sequence, uint64_t r, uint64_t *length);
+uint64_t fold_iterations_sum(const ms_fold *fold, uint32_t sequence, uint64_t r);
+
+/* Keeps a pair of steps; returns its index (> 0), or 0 when out of memory (error set). */
+uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step);
+
+static inline ms_fold_steps fold_steps_of(const ms_fold *fold, const ms_fold_term *term) {
+  ms_fold_steps none = {0, 0};
+  return term->steps ? fold->steps[term->steps] : none;
+}
+
+/* A term in iteration r of its enclosing group: its steps applied (and cleared). */
+static inline ms_fold_term fold_term_at(const ms_fold *fold, const ms_fold_term *term, uint64_t r) {
+  ms_fold_term at = *term;
+  if (!term->steps) return at;
+  ms_fold_steps steps = fold->steps[term->steps];
+  at.value = (int64_t)((uint64_t)term->value + (uint64_t)steps.value_step * r);
+  at.count = term->count + (uint64_t)steps.count_step * r;
+  at.steps = 0;
+  return at;
+}
+
+/* The count of a term in iteration r, exactly (may leave [1, 2^64-1]). */
+static inline __int128 fold_count_at(const ms_fold *fold, const ms_fold_term *term, uint64_t r) {
+  return (__int128)term->count + (__int128)fold_steps_of(fold, term).count_step * r;
+}
+
+static inline bool fold_term_has_step(const ms_fold_term *term) { return term->steps != 0; }
 
 /* Allocates an empty fold (window/options checked by the caller). */
 ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes);

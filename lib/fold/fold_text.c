@@ -2,8 +2,13 @@
  *
  * Grammar (docs/formats.md, "Nested-repetition expressions"):
  *   expression := { term }          terms separated by white space (or by parentheses)
- *   term       := VALUE [ '^' COUNT ] | '(' term { term } ')' '^' COUNT
+ *   term       := ITEM [ '^' COUNTS ] | '(' term { term } ')' '^' COUNTS
+ *   ITEM       := VALUE | '{' VALUE ',' STEP '}'
+ *   COUNTS     := COUNT | '{' COUNT ',' STEP '}'
  *   COUNT      := decimal digits, 1 .. 2^64-1
+ *   STEP       := a signed decimal int64 other than 0, "+8", "-1"
+ * A step is added at each iteration of the enclosing group, whose body must be a term of
+ * the top level (fold.h, ms_fold_term).
  * VALUE tokens are any run of characters other than white space, '(', ')' and '^'; their
  * meaning comes from a caller's callback (signed strides, site ids, ...). The writer puts
  * exactly one space between terms and `^COUNT` after values only when COUNT > 1, so
@@ -93,9 +98,10 @@ static bool text_append(text_buffer *text, const char *bytes, size_t length) {
   return true;
 }
 
-static bool text_count(text_buffer *text, uint64_t count) {
-  char digits[24];
-  int n = snprintf(digits, sizeof digits, "^%" PRIu64, count);
+static bool text_count(text_buffer *text, uint64_t count, int64_t step) {
+  char digits[64];
+  int n = step ? snprintf(digits, sizeof digits, "^{%" PRIu64 ",%+" PRId64 "}", count, step)
+               : snprintf(digits, sizeof digits, "^%" PRIu64, count);
   return text_append(text, digits, (size_t)n);
 }
 
@@ -141,7 +147,9 @@ int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void 
     if (frame->index == frame->length) {
       if (--depth == 0) break;
       frame = &stack[depth - 1];
-      if (!text_append(&text, ")", 1) || !text_count(&text, frame->terms[frame->index].count))
+      const ms_fold_term *group = &frame->terms[frame->index];
+      if (!text_append(&text, ")", 1) ||
+          !text_count(&text, group->count, fold_steps_of(fold, group).count_step))
         status = ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
       frame->index++;
       continue;
@@ -160,8 +168,18 @@ int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void 
       stack[depth++].index = 0;
       continue;
     }
-    status = format_value(&text, formatter, context, term->value);
-    if (status == MS_OK && term->count > 1 && !text_count(&text, term->count))
+    ms_fold_steps steps = fold_steps_of(fold, term);
+    if (steps.value_step && !text_append(&text, "{", 1))
+      status = ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+    if (status == MS_OK) status = format_value(&text, formatter, context, term->value);
+    if (status == MS_OK && steps.value_step) {
+      char step[32];
+      int n = snprintf(step, sizeof step, ",%+" PRId64 "}", steps.value_step);
+      if (!text_append(&text, step, (size_t)n))
+        status = ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+    }
+    if (status == MS_OK && (term->count > 1 || steps.count_step) &&
+        !text_count(&text, term->count, steps.count_step))
       status = ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
     frame->index++;
   }
@@ -198,14 +216,34 @@ static int parse_error(parser_state *state, size_t offset, const char *what) {
   return ms_error_set(MS_ERR_FORMAT, "column %zu: %s", offset + 1, what);
 }
 
-/* Reads `^COUNT` at the current position (required after ')', optional after a value). */
-static int parse_count(parser_state *state, bool required, uint64_t *count) {
+/* Reads `,STEP}` at the current position (a signed int64, not 0). */
+static int parse_step(parser_state *state, int64_t *step) {
+  if (state->at == state->length || state->text[state->at] != ',')
+    return parse_error(state, state->at, "expected ',' and a step");
+  size_t start = ++state->at;
+  while (state->at < state->length && state->text[state->at] != '}' &&
+         !is_delimiter(state->text[state->at]))
+    state->at++;
+  if (state->at == state->length || state->text[state->at] != '}')
+    return parse_error(state, state->at, "expected '}' after a step");
+  if (parse_integer(state->text + start, state->at - start, true, step) != 0)
+    return parse_error(state, start, "bad step (a signed 64-bit integer such as +8 or -1)");
+  if (*step == 0) return parse_error(state, start, "zero step (write the term without braces)");
+  state->at++;
+  return MS_OK;
+}
+
+/* Reads `^COUNT` or `^{COUNT,STEP}` at the current position (required after ')', optional
+ * after a value). */
+static int parse_count(parser_state *state, bool required, uint64_t *count, int64_t *step) {
   *count = 1;
+  *step = 0;
   if (state->at == state->length || state->text[state->at] != '^') {
     if (!required) return MS_OK;
     return parse_error(state, state->at, "expected '^' and a count after ')'");
   }
-  size_t start = ++state->at;
+  bool braced = ++state->at < state->length && state->text[state->at] == '{';
+  size_t start = state->at += braced;
   uint64_t value = 0;
   while (state->at < state->length && state->text[state->at] >= '0' &&
          state->text[state->at] <= '9') {
@@ -215,6 +253,10 @@ static int parse_count(parser_state *state, bool required, uint64_t *count) {
     state->at++;
   }
   if (state->at == start) return parse_error(state, start, "expected a count after '^'");
+  if (braced) {
+    int status = parse_step(state, step);
+    if (status != MS_OK) return status;
+  }
   if (state->at < state->length && !is_delimiter(state->text[state->at]))
     return parse_error(state, state->at, "unexpected character after a count");
   if (state->at < state->length && state->text[state->at] == '^')
@@ -227,9 +269,15 @@ static int parse_count(parser_state *state, bool required, uint64_t *count) {
 static int parse_push(parser_state *state, ms_fold *fold, const ms_fold_term *term, size_t column) {
   uint64_t length;
   parse_level *level = &state->levels[state->depth];
+  if (fold_term_has_step(term) && state->depth != 1)
+    return parse_error(state, column, "a step belongs to a term in the body of a top-level group");
   if (!fold_term_length(fold, term, &length) ||
       fold_add_overflows(level->expanded, length, &level->expanded))
-    return parse_error(state, column, "expanded length exceeds 2^64-1");
+    return parse_error(state, column,
+                       term->group && fold->seqs[term->group].affine
+                           ? "a step takes a count below 1 or beyond 2^64-1, or the expanded "
+                             "length exceeds 2^64-1"
+                           : "expanded length exceeds 2^64-1");
   if (state->term_count == state->term_capacity) {
     size_t capacity = state->term_capacity ? state->term_capacity * 2 : 64;
     ms_fold_term *grown = realloc(state->terms, capacity * sizeof *grown);
@@ -250,7 +298,8 @@ static int parse_close(parser_state *state, ms_fold *fold) {
   size_t first = level->first_term;
   state->at++;
   uint64_t count;
-  int status = parse_count(state, true, &count);
+  int64_t count_step;
+  int status = parse_count(state, true, &count, &count_step);
   if (status != MS_OK) return status;
   size_t body_length = state->term_count - first;
   if (body_length > UINT32_MAX) return parse_error(state, open_column, "group too long");
@@ -261,27 +310,37 @@ static int parse_close(parser_state *state, ms_fold *fold) {
                : status;
   state->term_count = first;
   state->depth--;
-  ms_fold_term group = {0, count, id};
+  ms_fold_term group = {0, count, id, 0};
+  if (count_step && !(group.steps = fold_steps_add(fold, 0, count_step))) return MS_ERR_NOMEM;
   return parse_push(state, fold, &group, open_column);
 }
 
 static int parse_value(parser_state *state, ms_fold *fold, ms_fold_value_parser parser,
                        void *context) {
   size_t start = state->at;
-  while (state->at < state->length && !is_delimiter(state->text[state->at]))
+  bool braced = state->text[start] == '{';
+  while (state->at < state->length && !is_delimiter(state->text[state->at]) &&
+         !(braced && state->text[state->at] == ','))
     state->at++;
-  int64_t value;
-  if (parser(state->text + start, state->at - start, &value, context) != 0) {
+  int64_t value, value_step = 0;
+  size_t token = start + braced;
+  if (parser(state->text + token, state->at - token, &value, context) != 0) {
     char what[96];
     int shown = state->at - start > 40 ? 40 : (int)(state->at - start);
     snprintf(what, sizeof what, "bad value '%.*s%s'", shown, state->text + start,
              state->at - start > 40 ? "..." : "");
     return parse_error(state, start, what);
   }
+  int status;
+  if (braced && (status = parse_step(state, &value_step)) != MS_OK) return status;
+  if (braced && state->at < state->length && !is_delimiter(state->text[state->at]))
+    return parse_error(state, state->at, "unexpected character after '}'");
   uint64_t count;
-  int status = parse_count(state, false, &count);
-  if (status != MS_OK) return status;
-  ms_fold_term term = {value, count, 0};
+  int64_t count_step;
+  if ((status = parse_count(state, false, &count, &count_step)) != MS_OK) return status;
+  ms_fold_term term = {value, count, 0, 0};
+  if ((value_step || count_step) && !(term.steps = fold_steps_add(fold, value_step, count_step)))
+    return MS_ERR_NOMEM;
   return parse_push(state, fold, &term, start);
 }
 

@@ -400,6 +400,7 @@ static int fold_to_nodes(const ms_fold *fold, uint32_t sequence, ms_psnap_expr *
   if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < length; i++) {
     int64_t id;
+    ms_fold_steps steps = ms_fold_term_steps(fold, &terms[i]);
     if (terms[i].group == 0)
       id = ms_psnap_expr_leaf(expr, terms[i].value, terms[i].count);
     else {
@@ -416,6 +417,7 @@ static int fold_to_nodes(const ms_fold *fold, uint32_t sequence, ms_psnap_expr *
       free(ids);
       return (int)id;
     }
+    ms_psnap_expr_set_steps(expr, (uint32_t)id, steps.value_step, steps.count_step);
     ids[i] = (uint32_t)id;
   }
   *nodes = ids;

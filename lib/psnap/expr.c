@@ -10,6 +10,14 @@
  * of three or more consecutive sites once each is written as a range `s0..s22` (sites
  * are numbered in order of first appearance, so every order starts with one); the
  * parser expands a range into its leaves, so the model does not know ranges.
+ *
+ * Steps (non-rectangular loops, docs/formats.md): a child of a top-level group may change
+ * from one iteration of that group to the next, `{-64,+8}` (value) and `^{9,-1}` (repeat).
+ * finish keeps the written tree for the text and builds, for the cursors, a root where each
+ * group with steps is unrolled into the children of each of its iterations (new nodes only
+ * for the children with steps: the other ids are shared), so that every reader of
+ * `root` sees a plain expression. That costs memory per iteration of such a group (the
+ * text stays one term per child), bounded by MS_PSNAP_UNROLL_MAX.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -71,11 +79,91 @@ int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t
   return add_node(expr, (ms_psnap_node){.repeat = repeat, .first = first, .count = count});
 }
 
+void ms_psnap_expr_set_steps(ms_psnap_expr *expr, uint32_t id, int64_t value_step,
+                             int64_t repeat_step) {
+  expr->nodes[id].value_step = value_step;
+  expr->nodes[id].repeat_step = repeat_step;
+}
+
+static int has_steps(const ms_psnap_node *node) {
+  return node->value_step != 0 || node->repeat_step != 0;
+}
+
+static int push_id(uint32_t **ids, uint32_t *used, uint32_t *capacity, uint32_t id) {
+  if (*used >= MS_PSNAP_UNROLL_MAX)
+    return ms_error_set(MS_ERR_FORMAT, "groups with steps unroll to more than %u terms",
+                        MS_PSNAP_UNROLL_MAX);
+  int rc = grow((void **)ids, capacity, *used + 1, sizeof **ids);
+  if (rc < 0) return rc;
+  (*ids)[(*used)++] = id;
+  return 0;
+}
+
+/* The children of one iteration r of group `g`, those with steps as new nodes. */
+static int unroll_iteration(ms_psnap_expr *expr, ms_psnap_node g, uint64_t r, uint32_t **ids,
+                            uint32_t *used, uint32_t *capacity) {
+  for (uint32_t j = 0; j < g.count; j++) {
+    uint32_t id = expr->children[g.first + j];
+    ms_psnap_node child = expr->nodes[id];
+    if (has_steps(&child)) {
+      __int128 repeat = (__int128)child.repeat + (__int128)child.repeat_step * r;
+      if (repeat < 1 || repeat > (__int128)UINT64_MAX)
+        return ms_error_set(MS_ERR_FORMAT, "a step takes a repeat count below 1 or beyond 2^64-1");
+      ms_psnap_node at = {.value =
+                              (int64_t)((uint64_t)child.value + (uint64_t)child.value_step * r),
+                          .repeat = (uint64_t)repeat,
+                          .first = child.first,
+                          .count = child.count};
+      int64_t made = add_node(expr, at);
+      if (made < 0) return (int)made;
+      id = (uint32_t)made;
+    }
+    int rc = push_id(ids, used, capacity, id);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+/* The root that cursors walk: the written root's children, groups with steps unrolled. */
+static int unroll(ms_psnap_expr *expr) {
+  ms_psnap_node top = expr->nodes[expr->text_root];
+  int steps = 0;
+  for (uint32_t c = 0; c < top.count && !steps; c++) {
+    const ms_psnap_node *g = &expr->nodes[expr->children[top.first + c]];
+    for (uint32_t j = 0; j < g->count && !steps; j++)
+      steps = has_steps(&expr->nodes[expr->children[g->first + j]]);
+  }
+  if (!steps) return 0;
+  uint32_t *ids = NULL, used = 0, capacity = 0;
+  int rc = 0;
+  for (uint32_t c = 0; c < top.count && rc == 0; c++) {
+    uint32_t id = expr->children[top.first + c];
+    ms_psnap_node g = expr->nodes[id];
+    int varies = 0;
+    for (uint32_t j = 0; j < g.count; j++)
+      varies |= has_steps(&expr->nodes[expr->children[g.first + j]]);
+    if (!varies) {
+      rc = push_id(&ids, &used, &capacity, id);
+      continue;
+    }
+    for (uint64_t r = 0; r < g.repeat && rc == 0; r++)
+      rc = unroll_iteration(expr, g, r, &ids, &used, &capacity);
+  }
+  int64_t root = rc < 0 ? rc : ms_psnap_expr_group(expr, ids, used, 1);
+  free(ids);
+  if (root < 0) return (int)root;
+  expr->root = (uint32_t)root;
+  return 0;
+}
+
 /* Children always have smaller ids than their group, so one pass in id order works. */
 int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count) {
   int64_t root = ms_psnap_expr_group(expr, nodes, count, 1);
   if (root < 0) return (int)root;
-  expr->root = (uint32_t)root;
+  expr->root = expr->text_root = (uint32_t)root;
+  expr->written_nodes = expr->node_count;
+  int unrolled = unroll(expr);
+  if (unrolled < 0) return unrolled;
   free(expr->length);
   free(expr->sum);
   uint32_t *depth = calloc(expr->node_count, sizeof *depth);
@@ -123,14 +211,15 @@ int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t co
 
 int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from) {
   ms_psnap_expr_init(to);
-  for (uint32_t i = 0; i < from->node_count; i++) {
-    if (i == from->root) continue;
+  for (uint32_t i = 0; i < from->written_nodes; i++) {
+    if (i == from->text_root) continue;
     const ms_psnap_node *n = &from->nodes[i];
     int64_t rc = n->count ? ms_psnap_expr_group(to, from->children + n->first, n->count, n->repeat)
                           : ms_psnap_expr_leaf(to, n->value, n->repeat);
     if (rc < 0) return (int)rc;
+    ms_psnap_expr_set_steps(to, (uint32_t)rc, n->value_step, n->repeat_step);
   }
-  const ms_psnap_node *root = &from->nodes[from->root];
+  const ms_psnap_node *root = &from->nodes[from->text_root];
   /* The root is always the last node (finish adds it), so ids are unchanged. */
   return ms_psnap_expr_finish(to, from->children + root->first, root->count);
 }
@@ -165,7 +254,8 @@ static void text_append(text_buffer *buffer, const char *text, size_t size) {
 /* 1 if node id is a leaf of repeat 1 (and of value `value`, unless value is 0). */
 static int is_site_once(const ms_psnap_expr *expr, uint32_t id, int64_t value) {
   const ms_psnap_node *node = &expr->nodes[id];
-  return node->count == 0 && node->repeat == 1 && (value == 0 || node->value == value);
+  return node->count == 0 && node->repeat == 1 && !has_steps(node) &&
+         (value == 0 || node->value == value);
 }
 
 static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kind kind,
@@ -173,12 +263,17 @@ static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kin
   const ms_psnap_node *node = &expr->nodes[id];
   char item[48];
   int n;
-  if (node->count == 0 && id != expr->root) {
+  if (node->count == 0 && id != expr->text_root) {
+    if (node->value_step) text_append(out, "{", 1);
     n = kind == MS_PSNAP_SITES ? snprintf(item, sizeof item, "s%" PRId64, node->value)
                                : snprintf(item, sizeof item, "%+" PRId64, node->value);
     text_append(out, item, (size_t)n);
+    if (node->value_step) {
+      n = snprintf(item, sizeof item, ",%+" PRId64 "}", node->value_step);
+      text_append(out, item, (size_t)n);
+    }
   } else {
-    if (id != expr->root) text_append(out, "(", 1);
+    if (id != expr->text_root) text_append(out, "(", 1);
     for (uint32_t c = 0; c < node->count; c++) {
       if (c) text_append(out, " ", 1);
       uint32_t last = c;
@@ -197,9 +292,12 @@ static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kin
       }
       print_node(expr, expr->children[node->first + c], kind, out);
     }
-    if (id != expr->root) text_append(out, ")", 1);
+    if (id != expr->text_root) text_append(out, ")", 1);
   }
-  if (node->repeat > 1) {
+  if (node->repeat_step) {
+    n = snprintf(item, sizeof item, "^{%" PRIu64 ",%+" PRId64 "}", node->repeat, node->repeat_step);
+    text_append(out, item, (size_t)n);
+  } else if (node->repeat > 1) {
     n = snprintf(item, sizeof item, "^%" PRIu64, node->repeat);
     text_append(out, item, (size_t)n);
   }
@@ -208,7 +306,7 @@ static void print_node(const ms_psnap_expr *expr, uint32_t id, ms_psnap_expr_kin
 char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind) {
   text_buffer buffer = {0};
   text_append(&buffer, "", 0);
-  if (expr->finished) print_node(expr, expr->root, kind, &buffer);
+  if (expr->finished) print_node(expr, expr->text_root, kind, &buffer);
   if (buffer.failed) {
     free(buffer.data);
     return NULL;
@@ -256,13 +354,39 @@ static int parse_unsigned(parser *ps, uint64_t *value) {
   return 0;
 }
 
-static int parse_exponent(parser *ps, uint64_t *repeat) {
+/* Reads `,STEP}`: a signed 64-bit step other than 0. */
+static int parse_step(parser *ps, int64_t *step) {
+  if (ps->p >= ps->end || *ps->p != ',') return parse_error(ps, "expected ',' and a step");
+  ps->p++;
+  if (ps->p >= ps->end || (*ps->p != '+' && *ps->p != '-'))
+    return parse_error(ps, "expected a signed step such as +8 or -1");
+  int negative = *ps->p == '-';
+  const char *at = ps->p++;
+  uint64_t v = 0;
+  int rc = parse_unsigned(ps, &v);
+  if (rc < 0) return rc;
+  if (v > (uint64_t)INT64_MAX + (negative ? 1u : 0u) || v == 0) {
+    ps->p = at;
+    return parse_error(ps, v ? "step overflows 64 bits" : "a step is not 0");
+  }
+  *step = negative ? (int64_t)(0 - v) : (int64_t)v;
+  if (ps->p >= ps->end || *ps->p != '}') return parse_error(ps, "expected '}' after a step");
+  ps->p++;
+  return 0;
+}
+
+/* `^N` or `^{N,STEP}` (step 0 when absent). */
+static int parse_exponent(parser *ps, uint64_t *repeat, int64_t *step) {
   *repeat = 1;
+  *step = 0;
   if (ps->p < ps->end && *ps->p == '^') {
     ps->p++;
+    int braced = ps->p < ps->end && *ps->p == '{';
+    ps->p += braced;
     int rc = parse_unsigned(ps, repeat);
     if (rc < 0) return rc;
     if (*repeat == 0) return parse_error(ps, "a repeat count is at least 1");
+    if (braced && (rc = parse_step(ps, step)) < 0) return rc;
   }
   return 0;
 }
@@ -339,19 +463,38 @@ int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_p
       }
       ps.p++;
       uint64_t repeat = 1;
-      if ((rc = parse_exponent(&ps, &repeat)) < 0) break;
+      int64_t repeat_step;
+      const char *exponent = ps.p;
+      if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0) break;
+      if (repeat_step && open_count != 1) {
+        ps.p = exponent;
+        rc = parse_error(&ps, "a step belongs to an item of a top-level group");
+        break;
+      }
       int64_t id = ms_psnap_expr_group(expr, ps.stack + start, ps.stack_size - start, repeat);
       if (id < 0) {
         rc = (int)id;
         break;
       }
+      ms_psnap_expr_set_steps(expr, (uint32_t)id, 0, repeat_step);
       ps.stack_size = start;
       rc = push(&ps, (uint32_t)id);
     } else {
-      int64_t value = 0;
+      int64_t value = 0, value_step = 0, repeat_step = 0;
       uint64_t repeat = 1;
+      const char *item = ps.p;
+      int braced = *ps.p == '{';
+      ps.p += braced;
+      if (braced && ps.p >= ps.end) {
+        rc = parse_error(&ps, "expected a value after '{'");
+        break;
+      }
       if ((rc = parse_leaf(&ps, &value)) < 0) break;
-      if (ps.kind == MS_PSNAP_SITES && ps.end - ps.p >= 2 && ps.p[0] == '.' && ps.p[1] == '.') {
+      if (braced && (rc = parse_step(&ps, &value_step)) < 0) break;
+      if (braced) {
+        if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0) break;
+      } else if (ps.kind == MS_PSNAP_SITES && ps.end - ps.p >= 2 && ps.p[0] == '.' &&
+                 ps.p[1] == '.') {
         /* a range sV..sW: the leaves sV, sV+1, ..., sW */
         int64_t last;
         ps.p += 2;
@@ -376,13 +519,19 @@ int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_p
         }
         if (rc < 0) break;
         value = last;
-      } else if ((rc = parse_exponent(&ps, &repeat)) < 0)
+      } else if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0)
         break;
+      if ((value_step || repeat_step) && open_count != 1) {
+        ps.p = item;
+        rc = parse_error(&ps, "a step belongs to an item of a top-level group");
+        break;
+      }
       int64_t id = ms_psnap_expr_leaf(expr, value, repeat);
       if (id < 0) {
         rc = (int)id;
         break;
       }
+      ms_psnap_expr_set_steps(expr, (uint32_t)id, value_step, repeat_step);
       rc = push(&ps, (uint32_t)id);
     }
     if (rc == 0 && ps.p < ps.end && *ps.p != ' ' && *ps.p != '\t' && *ps.p != ')')

@@ -319,9 +319,224 @@ static void test_extreme_values(void **state) {
  * and keeps each inner run as one term: b a b a^2 b ... (one term per run). */
 static void test_triangular_loop(void **state) {
   (void)state;
-  assert_folds_to("a b a^2 b a^3 b a^4 b a^5 b a^6 b", "a b a^2 b a^3 b a^4 b a^5 b a^6 b", 0);
+  /* a count that grows by one per outer iteration: a body with a count step */
+  assert_folds_to("a b a^2 b a^3 b a^4 b a^5 b a^6 b", "(a^{1,+1} b)^6", 0);
+  /* three iterations are not enough evidence */
+  assert_folds_to("a b a^2 b a^3 b", "a b a^2 b a^3 b", 0);
   /* the same triangle repeated: the triangle itself becomes the repeated body */
   assert_folds_to("(a b a^2 b a^3 b)^5", "(a b a^2 b a^3 b)^5", 0);
+}
+
+/* Strides (bytes) of the two loads of a covariance-like nest on data[n][m] of doubles:
+ * for j1 < m, for j2 in j1..m-1, for i < n: data[i][j1] (which = 0), data[i][j2] (1). */
+static void covariance_strides(seq *out, int64_t m, int64_t n, int which) {
+  int64_t previous = 0;
+  bool first = true;
+  for (int64_t j1 = 0; j1 < m; j1++)
+    for (int64_t j2 = j1; j2 < m; j2++)
+      for (int64_t i = 0; i < n; i++) {
+        int64_t address = 8 * (i * m + (which ? j2 : j1));
+        if (!first) seq_add(out, address - previous);
+        first = false;
+        previous = address;
+      }
+}
+
+/* Strides of the store of a wavefront sweep over a[n][n]: diagonals d = i + j. */
+static void wavefront_strides(seq *out, int64_t n) {
+  int64_t previous = 0;
+  bool first = true;
+  for (int64_t d = 0; d < 2 * n - 1; d++)
+    for (int64_t i = d < n ? 0 : d - n + 1; i <= (d < n ? d : n - 1); i++) {
+      int64_t address = 8 * (i * n + d - i);
+      if (!first) seq_add(out, address - previous);
+      first = false;
+      previous = address;
+    }
+}
+
+/* Strides of a trapezoid: for i < n, for j in i..min(i + w, n - 1): a[i][j]. */
+static void trapezoid_strides(seq *out, int64_t n, int64_t w) {
+  int64_t previous = 0;
+  bool first = true;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = i; j <= i + w && j < n; j++) {
+      int64_t address = 8 * (i * n + j);
+      if (!first) seq_add(out, address - previous);
+      first = false;
+      previous = address;
+    }
+}
+
+/* Folds `values`, checks the expansion, and returns the term count. */
+static uint64_t fold_exact_nodes(const seq *values, char **text) {
+  ms_fold *fold = fold_values(values->v, values->n, 0, 0);
+  assert_expands_to(fold, values->v, values->n);
+  uint64_t nodes = ms_fold_node_count(fold);
+  *text = text_of(fold, ms_fold_format_signed);
+  ms_fold *parsed;
+  assert_int_equal(ms_fold_parse(*text, strlen(*text), ms_fold_parse_signed, NULL, &parsed, NULL),
+                   MS_OK);
+  char *again = text_of(parsed, ms_fold_format_signed);
+  assert_string_equal(*text, again);
+  assert_expands_to(parsed, values->v, values->n);
+  free(again);
+  ms_fold_free(parsed);
+  ms_fold_free(fold);
+  return nodes;
+}
+
+/* Non-rectangular nests fold exactly, to a number of terms that does not depend on their
+ * size (n, 4n, 16n: only the numbers in the text change). */
+static void test_non_rectangular_nests(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 4; kind++) {
+    uint64_t nodes[3];
+    for (int scale = 0; scale < 3; scale++) {
+      int64_t n = 6 << (2 * scale);
+      seq values = {0};
+      if (kind < 2) covariance_strides(&values, n, 5, kind);
+      if (kind == 2) wavefront_strides(&values, n);
+      if (kind == 3) trapezoid_strides(&values, n, 4);
+      char *text;
+      nodes[scale] = fold_exact_nodes(&values, &text);
+      if (scale == 0 || nodes[scale] != nodes[0])
+        print_message("kind %d, n %lld: %llu terms: %s\n", kind, (long long)n,
+                      (unsigned long long)nodes[scale], text);
+      free(text);
+      free(values.v);
+    }
+    assert_int_equal(nodes[1], nodes[0]);
+    assert_int_equal(nodes[2], nodes[0]);
+    assert_true(nodes[0] < 40);
+  }
+  /* covariance, second load: the reset stride between outer iterations changes by +8 */
+  seq values = {0};
+  covariance_strides(&values, 40, 3, 1);
+  char *text;
+  fold_exact_nodes(&values, &text);
+  assert_non_null(strstr(text, "^{39,-1}"));
+  assert_non_null(strstr(text, ",+8}"));
+  free(text);
+  free(values.v);
+}
+
+/* Expands signed-value text with steps, independently of the library: a body is
+ * re-read for each iteration r of its group, `{V,S}` is V + r S and `^{C,S}` is C + r S. */
+static const char *expand_affine(const char *p, seq *out, int64_t r) {
+  for (;;) {
+    while (*p == ' ')
+      p++;
+    if (!*p || *p == ')') return p;
+    int64_t value = 0, value_step = 0;
+    const char *body = NULL;
+    if (*p == '(') {
+      body = p + 1;
+      int open = 1;
+      for (p++; open; p++)
+        open += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+    } else if (*p == '{') {
+      char *end;
+      value = strtoll(p + 1, &end, 10);
+      value_step = strtoll(end + 1, &end, 10);
+      p = end + 1;
+    } else {
+      char *end;
+      value = strtoll(p, &end, 10);
+      p = end;
+    }
+    int64_t count = 1, count_step = 0;
+    if (*p == '^') {
+      char *end;
+      bool braced = p[1] == '{';
+      count = strtoll(p + 1 + braced, &end, 10);
+      if (braced) count_step = strtoll(end + 1, &end, 10), end++;
+      p = end;
+    }
+    count += count_step * r;
+    for (int64_t q = 0; q < count; q++) {
+      if (body)
+        expand_affine(body, out, q);
+      else
+        seq_add(out, value + value_step * r);
+    }
+  }
+}
+
+/* A random top-level sequence with groups whose bodies have steps, counts kept >= 1. */
+static void gen_affine(char *out, size_t size) {
+  int items = 1 + (int)rng_below(4);
+  for (int t = 0; t < items; t++) {
+    size_t at = strlen(out);
+    if (rng_below(3) == 0) {
+      snprintf(out + at, size - at, "%s%+d", t ? " " : "", (int)rng_below(9) - 4);
+      continue;
+    }
+    int iterations = 1 + (int)rng_below(9);
+    at += (size_t)snprintf(out + at, size - at, "%s(", t ? " " : "");
+    int terms = 1 + (int)rng_below(3);
+    for (int j = 0; j < terms; j++) {
+      int count_step = (int)rng_below(5) - 2;
+      int count = 1 + (int)rng_below(4) + (count_step < 0 ? -count_step * (iterations - 1) : 0);
+      int value_step = rng_below(2) ? (int)rng_below(7) - 3 : 0;
+      const char *space = j ? " " : "";
+      if (rng_below(4) == 0)
+        at += (size_t)snprintf(out + at, size - at, "%s(+1 -%u)", space, rng_below(3));
+      else if (value_step)
+        at += (size_t)snprintf(out + at, size - at, "%s{%+d,%+d}", space, (int)rng_below(9) - 4,
+                               value_step);
+      else
+        at += (size_t)snprintf(out + at, size - at, "%s%+d", space, (int)rng_below(9) - 4);
+      if (count_step)
+        at += (size_t)snprintf(out + at, size - at, "^{%d,%+d}", count, count_step);
+      else
+        at += (size_t)snprintf(out + at, size - at, "^%d", count);
+    }
+    snprintf(out + at, size - at, ")^%d", iterations);
+  }
+}
+
+/* Expressions with steps: parse, expansion against the independent one, round trip, and
+ * the online fold of that expansion (exact, seekable). */
+static void test_affine_expressions(void **state) {
+  (void)state;
+  char text[4096];
+  for (int trial = 0; trial < 300; trial++) {
+    text[0] = '\0';
+    gen_affine(text, sizeof text);
+    seq values = {0};
+    expand_affine(text, &values, 0);
+    ms_fold *parsed;
+    size_t column;
+    if (ms_fold_parse(text, strlen(text), ms_fold_parse_signed, NULL, &parsed, &column) != MS_OK)
+      fail_msg("parsing '%s': %s", text, ms_error_message());
+    assert_expands_to(parsed, values.v, values.n);
+    char *first = text_of(parsed, ms_fold_format_signed);
+    ms_fold *again;
+    assert_int_equal(ms_fold_parse(first, strlen(first), ms_fold_parse_signed, NULL, &again, NULL),
+                     MS_OK);
+    char *second = text_of(again, ms_fold_format_signed);
+    assert_string_equal(first, second);
+    ms_fold *online = fold_values(values.v, values.n, trial % 3 ? 64 : 8, 0);
+    assert_expands_to(online, values.v, values.n);
+    ms_fold_cursor *cursor;
+    assert_int_equal(ms_fold_cursor_new(online, &cursor), MS_OK);
+    for (int probe = 0; probe < 20 && values.n; probe++) {
+      uint64_t index = rng_next() % values.n;
+      int64_t got[16];
+      assert_int_equal(ms_fold_cursor_seek(cursor, index), MS_OK);
+      size_t n = ms_fold_cursor_read(cursor, got, 16);
+      for (size_t i = 0; i < n; i++)
+        assert_int_equal(got[i], values.v[index + i]);
+    }
+    ms_fold_cursor_free(cursor);
+    free(first);
+    free(second);
+    ms_fold_free(online);
+    ms_fold_free(again);
+    ms_fold_free(parsed);
+    free(values.v);
+  }
 }
 
 /* ---- Generated loop nests ------------------------------------------------------------- */
@@ -598,6 +813,18 @@ static void test_parse_errors(void **state) {
   assert_parse_error("+1 ^3", 4, "'^' without");
   assert_parse_error("+1 +2x -3", 4, "bad value '+2x'");
   assert_parse_error("+1 9223372036854775808", 4, "bad value");
+  assert_parse_error("({+1,+2} +3)^2 {+1,+2}", 16, "a step belongs");
+  assert_parse_error("+1^{2,-1}", 1, "a step belongs");
+  assert_parse_error("(((+1^{2,+1})^2)^2)", 4, "a step belongs");
+  assert_parse_error("((+1^{2,+1} +2)^2 +3)^2", 3, "a step belongs");
+  assert_parse_error("(+1^{2,-1} +2)^3", 1, "a step takes a count below 1");
+  assert_parse_error("(+1^{2,+0} +2)^3", 8, "zero step");
+  assert_parse_error("({+1,+0} +2)^3", 6, "zero step");
+  assert_parse_error("({+1,x} +2)^3", 6, "bad step");
+  assert_parse_error("({+1,+2 +2)^3", 8, "expected '}'");
+  assert_parse_error("({+1} +2)^3", 2, "bad value");
+  assert_parse_error("({+1,+2}x +2)^3", 9, "unexpected character after '}'");
+  assert_parse_error("(+1^{2} +2)^3", 7, "expected ','");
   assert_parse_error("+1 --2", 4, "bad value");
   assert_parse_error("+1 +", 4, "bad value");
   /* total length beyond 2^64-1: by one term, by a count, by a sum at the top level */
@@ -798,6 +1025,8 @@ int main(void) {
       cmocka_unit_test(test_paper_psnap),
       cmocka_unit_test(test_extreme_values),
       cmocka_unit_test(test_triangular_loop),
+      cmocka_unit_test(test_non_rectangular_nests),
+      cmocka_unit_test(test_affine_expressions),
       cmocka_unit_test(test_generated_nests_fold_to_their_structure),
       cmocka_unit_test(test_generated_nests_small_alphabet),
       cmocka_unit_test(test_random_sequences_exact),
