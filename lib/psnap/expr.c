@@ -543,9 +543,11 @@ int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_p
   }
   if (rc == 0) {
     rc = ms_psnap_expr_finish(expr, ps.stack, ps.stack_size);
-    if (rc < 0) {
+    if (rc < 0) { /* the message is copied: it is formatted into the same buffer */
+      char what[256];
+      snprintf(what, sizeof what, "%s", ms_error_message());
       ps.p = ps.text;
-      rc = parse_error(&ps, ms_error_message());
+      rc = parse_error(&ps, what);
     }
   }
   free(ps.stack);

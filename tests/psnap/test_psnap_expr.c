@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "memsnap/error.h"
+#include "memsnap/fold.h"
 #include "memsnap/psnap.h"
 
 static void round_trip(const char *text, ms_psnap_expr_kind kind) {
@@ -147,12 +148,74 @@ static void cursor_seeks(void **state) {
   ms_psnap_expr_free(&e);
 }
 
+/* Steps: the text round trips, and the expansion (read through a seeking cursor from
+ * many starts) equals the one of lib/fold, the other implementation of the syntax. */
+static void steps_match_the_fold(void **state) {
+  (void)state;
+  const char *texts[] = {
+      "((+48^4 -192)^{5,-1} +48^4 -184)^5 +48^4",
+      "((+48^4 -184)^{5,-1} +48^4 {-224,+8})^5 +48^4",
+      "({+8,-40} +40^{1,+1})^5 ({-152,+40} +40^{4,-1})^4 +8",
+      "+3 (+1^{2,+3} (+5 -7)^{4,-1} {-9223372036854775808,-1})^4 -2",
+  };
+  for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+    round_trip(texts[t], MS_PSNAP_STRIDES);
+    ms_psnap_expr e;
+    assert_int_equal(
+        ms_psnap_expr_parse(&e, texts[t], strlen(texts[t]), MS_PSNAP_STRIDES, "t", 1, 1), 0);
+    ms_fold *fold;
+    assert_int_equal(
+        ms_fold_parse(texts[t], strlen(texts[t]), ms_fold_parse_signed, NULL, &fold, NULL), MS_OK);
+    uint64_t n = ms_fold_length(fold);
+    assert_int_equal(e.total, n);
+    int64_t *expected = malloc(n * sizeof *expected);
+    ms_fold_cursor *fc;
+    assert_int_equal(ms_fold_cursor_new(fold, &fc), MS_OK);
+    assert_int_equal(ms_fold_cursor_read(fc, expected, n), n);
+    ms_fold_cursor_free(fc);
+    ms_psnap_cursor c;
+    assert_int_equal(ms_psnap_cursor_init(&c, &e, 0), 0);
+    for (uint64_t start = 0; start < n; start += 1 + start / 3) {
+      int64_t sum = ms_psnap_cursor_seek(&c, start, NULL), expected_sum = 0;
+      for (uint64_t i = 0; i < start; i++)
+        expected_sum += expected[i];
+      assert_int_equal(sum, expected_sum);
+      for (uint64_t i = start; i < n; i++) {
+        int64_t v;
+        assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 1);
+        assert_int_equal(v, expected[i]);
+      }
+      int64_t v;
+      assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 0);
+    }
+    ms_psnap_cursor_free(&c);
+    ms_psnap_expr copy;
+    assert_int_equal(ms_psnap_expr_copy(&copy, &e), 0);
+    char *a = ms_psnap_expr_string(&e, MS_PSNAP_STRIDES),
+         *b = ms_psnap_expr_string(&copy, MS_PSNAP_STRIDES);
+    assert_string_equal(a, b);
+    free(a), free(b);
+    ms_psnap_expr_free(&copy);
+    free(expected);
+    ms_fold_free(fold);
+    ms_psnap_expr_free(&e);
+  }
+  round_trip("(s0 (s1 s2)^{9,-1} s3)^5 s0", MS_PSNAP_SITES);
+  expect_error("+8^{2,-1}", MS_PSNAP_STRIDES, "p.psnap:7:10: a step belongs");
+  expect_error("((+8^{2,-1})^2)^3", MS_PSNAP_STRIDES, "p.psnap:7:12: a step belongs");
+  expect_error("(+8 (+4)^{2,-1})^3 ", MS_PSNAP_STRIDES, "a step takes a repeat count below 1");
+  expect_error("(+8^{2,+0})^3", MS_PSNAP_STRIDES, "a step is not 0");
+  expect_error("({+8,2})^3", MS_PSNAP_STRIDES, "expected a signed step");
+  expect_error("({+8,+2)^3", MS_PSNAP_STRIDES, "expected '}'");
+  expect_error("(+8^{2})^3", MS_PSNAP_STRIDES, "expected ','");
+  expect_error("(+8^{1,+1})^4194305", MS_PSNAP_STRIDES, "unroll to more than");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(text_round_trip),
-      cmocka_unit_test(malformed),
-      cmocka_unit_test(ranges_expand),
-      cmocka_unit_test(cursor_seeks),
+      cmocka_unit_test(text_round_trip),      cmocka_unit_test(malformed),
+      cmocka_unit_test(ranges_expand),        cmocka_unit_test(cursor_seeks),
+      cmocka_unit_test(steps_match_the_fold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
