@@ -74,7 +74,7 @@ apps_define() {
     "bzip2|/usr/bin/bzip2|-c -9 $in/text-small|-c -9 $in/text-large|--all-objects"
     "xz|/usr/bin/xz|-c -3 $in/text-small|-c -3 $in/text-large|--all-objects"
     "sort|/usr/bin/sort|--parallel=1 -k2 $in/text-small|--parallel=1 -k2 $in/text-large|"
-    "sqlite3|/usr/bin/sqlite3|:memory: .read $in/query-small.sql|:memory: .read $in/query-large.sql|--all-objects"
+    "sqlite3|/usr/bin/sqlite3|-batch -init $in/query-small.sql :memory: .quit|-batch -init $in/query-large.sql :memory: .quit|--all-objects"
   )
   apps_slow=(
     "python3|/usr/bin/python3.11|-S -E $in/words.py $in/text-small|-S -E $in/words.py $in/text-large|"
