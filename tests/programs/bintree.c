@@ -90,8 +90,10 @@ int main(int argc, char **argv) {
   for (long r = 0; r < rounds; r++)
     for (long i = 0; i < keys; i++) {
       uint64_t key = inserted[(i * 7919 + r) % keys];
-      if (i & 1) key = next_random() & ~(uint64_t)1;
-      else expected++;
+      if (i & 1)
+        key = next_random() & ~(uint64_t)1;
+      else
+        expected++;
       const struct node *hit = lookup(root, key);
       if (hit) found++, value_sum += hit->value;
     }

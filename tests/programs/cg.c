@@ -171,8 +171,8 @@ int main(int argc, char **argv) {
   double *x = malloc(n * sizeof(double)), *z = malloc(n * sizeof(double));
   double *r = calloc(n, sizeof(double)), *p = calloc(n, sizeof(double));
   double *q = malloc(n * sizeof(double));
-  if (!t.row || !t.column || !t.value || !a.row_start || !a.column || !a.value || !x || !z ||
-      !r || !p || !q)
+  if (!t.row || !t.column || !t.value || !a.row_start || !a.column || !a.value || !x || !z || !r ||
+      !p || !q)
     return 1;
   makea(n, nonzer, 0.1, &t);
   sparse(n, &t, &a);

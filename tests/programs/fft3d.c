@@ -154,8 +154,7 @@ int main(int argc, char **argv) {
   complex_t *u0 = malloc(points * sizeof(complex_t)), *u1 = malloc(points * sizeof(complex_t));
   complex_t *spectrum = malloc(points * sizeof(complex_t));
   double *factor = malloc(points * sizeof(double));
-  if (!plan.twiddle || !plan.reversed || !plan.line || !u0 || !u1 || !spectrum || !factor)
-    return 1;
+  if (!plan.twiddle || !plan.reversed || !plan.line || !u0 || !u1 || !spectrum || !factor) return 1;
   fft_init(&plan, n);
   initial_conditions(u0, points);
   compute_indexmap(factor, n);
@@ -168,7 +167,8 @@ int main(int argc, char **argv) {
   fft3d(&plan, u1, +1);
   double worst = 0.0;
   for (long p = 0; p < points; p++)
-    worst = fmax(worst, fmax(fabs(u1[p].re / points - u0[p].re), fabs(u1[p].im / points - u0[p].im)));
+    worst =
+        fmax(worst, fmax(fabs(u1[p].re / points - u0[p].re), fabs(u1[p].im / points - u0[p].im)));
   if (worst > 1e-10) {
     fprintf(stderr, "fft3d: inverse transform off by %g\n", worst);
     return 1;

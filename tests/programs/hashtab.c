@@ -94,8 +94,10 @@ int main(int argc, char **argv) {
   for (long r = 0; r < rounds; r++)
     for (long i = 0; i < keys; i++) {
       uint64_t key = inserted[(i * 7919 + r) % keys];
-      if (i & 1) key = next_random() & ~(uint64_t)1;
-      else expected++;
+      if (i & 1)
+        key = next_random() & ~(uint64_t)1;
+      else
+        expected++;
       struct node *hit = lookup(&t, key);
       if (hit) found++, value_sum += hit->value;
     }
@@ -103,7 +105,8 @@ int main(int argc, char **argv) {
   for (long i = 0; i < keys; i += 4)
     erased += erase(&t, inserted[i]);
   long remaining = walk(&t);
-  printf("hashtab %ld %ld: %zu buckets, found %ld, value sum %ld, %zu left after %ld erased, sum %ld\n",
+  printf("hashtab %ld %ld: %zu buckets, found %ld, value sum %ld, %zu left after %ld erased, sum "
+         "%ld\n",
          keys, rounds, t.buckets, found, value_sum, t.size, erased, remaining);
   if (found != expected || t.size + erased != (size_t)keys) {
     fprintf(stderr, "hashtab: found %ld of %ld keys\n", found, expected);

@@ -47,8 +47,8 @@ __attribute__((noinline)) static void resid(const double *u, const double *v, do
   for (int i3 = 1; i3 < n - 1; i3++)
     for (int i2 = 1; i2 < n - 1; i2++) {
       for (int i1 = 0; i1 < n; i1++) {
-        line1[i1] = u[at(n, i1, i2 - 1, i3)] + u[at(n, i1, i2 + 1, i3)] +
-                    u[at(n, i1, i2, i3 - 1)] + u[at(n, i1, i2, i3 + 1)];
+        line1[i1] = u[at(n, i1, i2 - 1, i3)] + u[at(n, i1, i2 + 1, i3)] + u[at(n, i1, i2, i3 - 1)] +
+                    u[at(n, i1, i2, i3 + 1)];
         line2[i1] = u[at(n, i1, i2 - 1, i3 - 1)] + u[at(n, i1, i2 + 1, i3 - 1)] +
                     u[at(n, i1, i2 - 1, i3 + 1)] + u[at(n, i1, i2 + 1, i3 + 1)];
       }
@@ -66,8 +66,8 @@ __attribute__((noinline)) static void psinv(const double *r, double *u, int n) {
   for (int i3 = 1; i3 < n - 1; i3++)
     for (int i2 = 1; i2 < n - 1; i2++) {
       for (int i1 = 0; i1 < n; i1++) {
-        line1[i1] = r[at(n, i1, i2 - 1, i3)] + r[at(n, i1, i2 + 1, i3)] +
-                    r[at(n, i1, i2, i3 - 1)] + r[at(n, i1, i2, i3 + 1)];
+        line1[i1] = r[at(n, i1, i2 - 1, i3)] + r[at(n, i1, i2 + 1, i3)] + r[at(n, i1, i2, i3 - 1)] +
+                    r[at(n, i1, i2, i3 + 1)];
         line2[i1] = r[at(n, i1, i2 - 1, i3 - 1)] + r[at(n, i1, i2 + 1, i3 - 1)] +
                     r[at(n, i1, i2 - 1, i3 + 1)] + r[at(n, i1, i2 + 1, i3 + 1)];
       }

@@ -80,8 +80,8 @@ __attribute__((noinline)) static void jacld(struct grid *g, int k) {
       g->a[q] = 0.5 * (kc + kap[c - 1]);
       g->b[q] = 0.5 * (kc + kap[c - n]);
       g->c[q] = 0.5 * (kc + kap[c - p]);
-      g->d[q] = 0.5 * (6.0 * kc + kap[c - 1] + kap[c + 1] + kap[c - n] + kap[c + n] +
-                       kap[c - p] + kap[c + p]);
+      g->d[q] = 0.5 * (6.0 * kc + kap[c - 1] + kap[c + 1] + kap[c - n] + kap[c + n] + kap[c - p] +
+                       kap[c + p]);
     }
 }
 
@@ -97,8 +97,8 @@ __attribute__((noinline)) static void jacu(struct grid *g, int k) {
       g->a[q] = 0.5 * (kc + kap[c + 1]);
       g->b[q] = 0.5 * (kc + kap[c + n]);
       g->c[q] = 0.5 * (kc + kap[c + p]);
-      g->d[q] = 0.5 * (6.0 * kc + kap[c - 1] + kap[c + 1] + kap[c - n] + kap[c + n] +
-                       kap[c - p] + kap[c + p]);
+      g->d[q] = 0.5 * (6.0 * kc + kap[c - 1] + kap[c + 1] + kap[c - n] + kap[c + n] + kap[c - p] +
+                       kap[c + p]);
     }
 }
 

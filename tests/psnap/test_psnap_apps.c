@@ -29,9 +29,9 @@ typedef struct app {
 } app;
 
 static const app apps[] = {
-    {"adi", "10 1", 1},         {"ssor", "10 1", 1},        {"fft3d", "8 1", 1},
-    {"mg", "3 1", 1},           {"triangular", "all 16", 1}, {"cg", "100 3", 0},
-    {"isort", "15 1", 0},       {"hashtab", "2000 1", 0},   {"bintree", "2000 1", 0},
+    {"adi", "10 1", 1},   {"ssor", "10 1", 1},         {"fft3d", "8 1", 1},
+    {"mg", "3 1", 1},     {"triangular", "all 16", 1}, {"cg", "100 3", 0},
+    {"isort", "15 1", 0}, {"hashtab", "2000 1", 0},    {"bintree", "2000 1", 0},
 };
 
 static void assert_out_contains(const char *name, const char *text) {
