@@ -30,7 +30,7 @@ cc -O2 -g -o "$work/gups" "$here/gups.c"
 cc -O2 -g -o "$work/cg" "$here/cg.c"
 # Text: Python's library sources, then licenses, in name order (the same on every Debian
 # 12 with python3). Timed runs read 512 KiB of it (bzip2, xz: 128 KiB; their work per byte
-# is larger), size runs 4 KiB, so that zstd -19 and xz -9 compress the records (0.2-0.9 M
+# is larger), size runs 4 KiB, so that zstd -19 and xz -9 compress the records (0.1-1.3 M
 # accesses) in seconds.
 head -c 524288 < <(cat /usr/lib/python3*/*.py /usr/share/common-licenses/* 2> /dev/null) > "$work/text"
 head -c 131072 "$work/text" > "$work/text128k"
