@@ -40,10 +40,6 @@ typedef struct ms_capture_options {
    * --trace-children=yes), unless this is set; the stream is flagged
    * MS_STREAM_EXEC_FOLLOWED. Processes the program forks are never followed. */
   int no_follow_exec;
-} ms_capture_options;
-
-int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
-                    ms_source **out);
   /* Valgrind path: Valgrind's own messages (its warnings and errors; its banner too without
    * quiet) are read from a pipe (--log-fd) instead of going to the program's standard
    * error, and handed here unchanged as they come; NULL: they are dropped. Either way the
@@ -52,6 +48,10 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
    * with Valgrind's first line and what to do; later, info.capture_failure says so. */
   void (*tool_messages)(void *context, const char *text, size_t length);
   void *tool_messages_context;
+} ms_capture_options;
+
+int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
+                    ms_source **out);
 
 /* 1 if the ELF file `path` contains memsnap's compiler runtime (its .memsnap_rt section),
  * 0 if not (or not an ELF file), negative if it cannot be read. */

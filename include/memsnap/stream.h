@@ -44,13 +44,13 @@ typedef struct ms_stream_info {
   int exit_status;      /* live program: exit code, or 128+signal; -1 unknown */
   uint32_t children;    /* live Valgrind capture: processes the program started (not observed) */
   uint32_t execs;       /* live Valgrind capture: execve calls followed (see EXEC_FOLLOWED) */
+  char *capture_failure; /* live capture: why the stream ended before the program did, when
+                            the capture itself failed (Valgrind gave up: its words and what to
+                            do), or NULL; owned by the source, never stored in a trace */
   ms_site_table *sites; /* never NULL */
 } ms_stream_info;
 
 typedef struct ms_source ms_source;
-  char *capture_failure; /* live capture: why the stream ended before the program did, when
-                            the capture itself failed (Valgrind gave up: its words and what to
-                            do), or NULL; owned by the source, never stored in a trace */
 typedef struct ms_source_ops {
   /* Fills batch (up to its capacity); returns the number of accesses, 0 at the end of
    * the stream, or a negative status (message via ms_error_message()). */
