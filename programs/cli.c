@@ -240,6 +240,9 @@ int cli_program_status(const ms_source *source) {
             "accesses are not observed: capture through Valgrind follows one process (and "
             "the programs it execs).\n",
             program, info->children, info->children == 1 ? "" : "es");
+  if (info->capture_failure && tell_once(&told, TOLD_LOST))
+    fprintf(stderr, "memsnap: note: %s. The trace holds what came before (truncated).\n",
+            info->capture_failure);
   if ((info->flags & MS_STREAM_TRUNCATED) && !(info->flags & MS_STREAM_EXEC) &&
       info->exit_status >= 0 && info->exit_status < 128 && tell_once(&told, TOLD_LOST))
     fprintf(stderr,
@@ -248,9 +251,6 @@ int cli_program_status(const ms_source *source) {
             "opened, memsnap's capture channel among them, or it left by _exit or quick_exit, "
             "which skip the compiler runtime's last flush. The trace holds what came before "
             "(truncated).\n",
-  if (info->capture_failure && tell_once(&told, TOLD_LOST))
-    fprintf(stderr, "memsnap: note: %s. The trace holds what came before (truncated).\n",
-            info->capture_failure);
             program, info->exit_status);
   if (info->exit_status == 128 + SIGILL && info->capture &&
       strcmp(info->capture, "valgrind") == 0 && tell_once(&told, TOLD_SIGILL)) {
