@@ -44,8 +44,8 @@ typedef struct source_result {
   uint64_t accesses;
   evaluation_rates rates;
   ms_surface surface;
-} source_result;
   report_observed observed;
+} source_result;
 
 static int observe(const char *command, const char *path, int program_argc, char **program_argv,
                    const compare_sources_options *o, const ms_hierarchy_config *configs,
@@ -74,9 +74,9 @@ static int observe(const char *command, const char *path, int program_argc, char
   ms_surface_builder_result(builder, &r->surface);
   r->accesses = r->surface.accesses;
   *program_status = cli_program_status(source);
-  status = 0;
   if (report_observe(command, &r->observed, ms_source_info(source), program_argc ? NULL : path) < 0)
     goto done;
+  status = 0;
 done:
   ms_source_destroy(source);
   ms_sink_destroy(sinks[0]);
@@ -131,8 +131,8 @@ static void write_json(FILE *out, const ms_hierarchy_config *configs, source_res
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(r[s].name));
     json_object_object_add(o, "accesses", json_object_new_int64((int64_t)r[s].accesses));
-    json_object_array_add(sources, o);
     report_add_observed_json(o, &r[s].observed);
+    json_object_array_add(sources, o);
   }
   json_object_object_add(root, "sources", sources);
   json_object *hierarchies = json_object_new_array();
@@ -246,9 +246,9 @@ int compare_sources(const char *command, const cli_inputs *inputs,
   if (report_commit(command, &out) < 0) goto done;
   status = program_status;
 done:
-  free(configs);
   for (int s = 0; r && s < 2; s++)
     report_observed_free(&r[s].observed);
+  free(configs);
   free(r);
   return status;
 }

@@ -46,13 +46,13 @@ extern "C" {
 #define MS_HIERARCHY_MAX_LEVELS 8
 #define MS_CACHE_MAX_ASSOCIATIVITY 1024
 #define MS_CACHE_MIN_LINE_SIZE 4
+/* ms_hierarchy_parse refuses smaller lines except in a level of one set (a cache-surface
+ * point); the catalog's smallest line is 32 bytes. */
+#define MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE 16
 #define MS_CACHE_NAME_MAX 64
 
 typedef enum ms_cache_policy {
   MS_CACHE_LRU = 0,
-/* ms_hierarchy_parse refuses smaller lines except in a level of one set (a cache-surface
- * point); the catalog's smallest line is 32 bytes. */
-#define MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE 16
   MS_CACHE_FIFO = 1,
   MS_CACHE_RANDOM = 2, /* xorshift64 (13, 7, 17) per level, see lib/cache/simulator.c */
   MS_CACHE_PLRU = 3,   /* tree pseudo-LRU; associativity a power of two, at most 64 */
