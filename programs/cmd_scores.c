@@ -102,13 +102,7 @@ static int write_report(const char *command, const scores_options *o, const ms_s
     report_write_observed(out.file, &observed);
     rc = ms_scores_write_table(out.file, scores, sites, o->top);
   }
-  if (rc < 0 || ferror(out.file)) {
-    ms_output_abort(&out);
-    cli_error(command, "cannot write the report");
-    rc = -1;
-  } else {
-    rc = report_commit(command, &out);
-  }
+  rc = report_finish(command, &out, rc);
 done:
   free(json);
   report_observed_free(&observed);

@@ -183,13 +183,7 @@ static int write_report(const char *command, const sim_options *options,
     report_write_observed(out.file, &observed);
     rc = ms_cache_report_text(out.file, set, info->sites, options->top);
   }
-  if (rc < 0 || ferror(out.file)) {
-    ms_output_abort(&out);
-    cli_error(command, "cannot write the report");
-    rc = -1;
-  } else {
-    rc = report_commit(command, &out);
-  }
+  rc = report_finish(command, &out, rc);
 done:
   free(json);
   report_observed_free(&observed);

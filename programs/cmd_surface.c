@@ -130,12 +130,7 @@ static int write_report(const char *command, const surface_options *o, const ms_
     rc = ms_surface_write_table(out.file, surface);
   }
   free(json);
-  if (rc < 0 || ferror(out.file)) {
-    ms_output_abort(&out);
-    cli_error(command, "cannot write the report");
-    return 1;
-  }
-  return report_commit(command, &out) < 0 ? 1 : 0;
+  return report_finish(command, &out, rc) < 0 ? 1 : 0;
 }
 
 int cmd_surface(int argc, char **argv) {

@@ -408,12 +408,7 @@ int cmd_verify(int argc, char **argv) {
         fprintf(out, "  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1, levels[l].mean * 100.0,
                 levels[l].max * 100.0, levels[l].hierarchies);
   }
-  if (ferror(out)) {
-    ms_output_abort(&report);
-    cli_error(argv[0], "cannot write the report");
-    goto done;
-  }
-  if (report_commit(argv[0], &report) < 0) goto done;
+  if (report_finish(argv[0], &report, 0) < 0) goto done;
   status = cli_program_status(trace);
 done:
   report_observed_free(&observed);

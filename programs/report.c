@@ -118,3 +118,10 @@ int report_commit(const char *command, ms_output *out) {
   }
   return 0;
 }
+
+int report_finish(const char *command, ms_output *out, int rc) {
+  if (rc >= 0 && !ferror(out->file)) return report_commit(command, out);
+  ms_output_abort(out);
+  cli_error(command, "cannot write the report");
+  return -1;
+}

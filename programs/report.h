@@ -44,5 +44,8 @@ int report_write_json(FILE *out, const report_observed *observed, const char *js
 int report_open(const char *command, ms_output *out, const char *path, int live);
 /* Commits the report (prints the error and returns -1 on failure). */
 int report_commit(const char *command, ms_output *out);
+/* Ends the report: commits it, or, when `rc` is negative or a write failed, removes it
+ * and says "cannot write the report". Returns 0 or -1. */
+int report_finish(const char *command, ms_output *out, int rc);
 
 #endif

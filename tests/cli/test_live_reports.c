@@ -18,9 +18,7 @@ static char *dir;
 TEST_SCRATCH_GROUP(dir)
 
 static char *read_in(const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  char *text = test_read_file(path);
+  char *text = test_read_in(dir, name);
   assert_non_null(text);
   return text;
 }
