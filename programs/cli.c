@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "memsnap/capture.h"
+#include "memsnap/input.h"
 #include "memsnap/psnap.h"
 #include "memsnap/synth.h"
 #include "memsnap/trace.h"
@@ -90,6 +91,13 @@ int cli_option_error(const char *command, int option, char **argv) {
   else
     cli_error(command, "unknown option %s (memsnap %s --help lists them)", given, command);
   return 2;
+}
+
+void cli_fifo_notice(const char *name) {
+  fprintf(stderr,
+          "memsnap: waiting for a writer on FIFO %s (nothing has opened it for writing yet; "
+          "Ctrl-C to stop)\n",
+          name);
 }
 
 /* The program after `--`, set aside by main() before any option parsing. */

@@ -14,6 +14,7 @@ int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 int cmd_hierarchies(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
@@ -34,6 +35,10 @@ int cmd_bench(int argc, char **argv);
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Prints ms_error_message() after the command name; returns 1 (a failing exit status). */
 int cli_fail(const char *command);
+
+/* The notice of memsnap/input.h: opening a FIFO has waited a second for a writer. main()
+ * sets it for every command. */
+void cli_fifo_notice(const char *name);
 
 /* The MPI rank of this process from its launcher's environment (OMPI_COMM_WORLD_RANK,
  * PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID, the first set), or NULL. */

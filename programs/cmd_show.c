@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 #include "memsnap/psnap.h"
 #include "show.h"
 
@@ -41,12 +42,14 @@ static const char *input_path(int argc, char **argv) {
   return NULL;
 }
 
-/* The format whose first line starts `path`'s, or NULL (with *line the line read). */
+/* The format whose first line starts `path`'s, or NULL (with *line the line read). The
+ * look goes through ms_input_peek: standard input or a pipe keeps its bytes for the
+ * reader. */
 static const show_format *format_of(const char *path, char *line, size_t size) {
-  FILE *file = fopen(path, "rb");
-  if (!file) return NULL;
-  if (!fgets(line, (int)size, file)) line[0] = '\0';
-  fclose(file);
+  size_t n;
+  if (ms_input_peek(path, 0, line, size - 1, &n) < 0) n = 0;
+  line[n] = '\0';
+  line[strcspn(line, "\n")] = '\0';
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
     if (strncmp(line, formats[i].first_line, strlen(formats[i].first_line)) == 0)
       return &formats[i];
@@ -92,14 +95,11 @@ int cmd_show(int argc, char **argv) {
     return 2;
   }
   const char *path = inputs.paths[0];
-  FILE *file = fopen(path, "rb");
-  if (!file) {
-    cli_error(argv[0], "%s: cannot open: %m", path);
-    return 1;
-  }
-  fclose(file);
+  size_t n;
+  if (ms_input_peek(path, 0, line, 1, &n) < 0) return cli_fail(argv[0]); /* cannot open */
   format = format_of(path, line, sizeof line);
   if (format && format->show) return format->show(argv[0], path, json);
-  cli_error(argv[0], "%s:1: not a file memsnap shows (memsnap show --help lists the kinds)", path);
+  cli_error(argv[0], "%s:1: not a file memsnap shows (memsnap show --help lists the kinds)",
+            ms_input_name(path));
   return 1;
 }

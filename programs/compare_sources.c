@@ -28,9 +28,10 @@
 #include "report.h"
 
 /* 1 if `path` is a trace seed (memsnap synth), 0 if not or if it cannot be opened (the
- * open that follows reports that). */
+ * open that follows reports that). Seeds are .mtr: anything else is not opened here, so
+ * that a Lackey or din stream (standard input, a pipe) is left whole for its reader. */
 static int is_seed(const char *path) {
-  if (!path || ms_psnap_detect(path) == 1) return 0;
+  if (!path || ms_trace_detect(path) != MS_FORMAT_MTR) return 0;
   ms_source *source = NULL;
   if (ms_trace_open(path, &source) < 0) return 0;
   ms_seed_info seed;

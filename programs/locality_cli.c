@@ -6,12 +6,19 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 #include "memsnap/sample.h"
 #include "memsnap/signature.h"
 
 int locality_is_signature(const char *path) {
   size_t n = path ? strlen(path) : 0;
-  return n > 4 && !strcmp(path + n - 4, ".sig");
+  if (n > 4 && !strcmp(path + n - 4, ".sig")) return 1;
+  /* any other name ("-", a pipe): its first line (a look that leaves it whole) */
+  static const char first[] = "memsnap signature ";
+  char head[sizeof first - 1];
+  size_t got;
+  return path && ms_input_peek(path, 0, head, sizeof head, &got) == 0 && got == sizeof head &&
+         !memcmp(head, first, sizeof head);
 }
 
 int locality_parse_format(const char *command, const char *value, const char **format) {

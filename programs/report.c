@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 
 int report_observe(const char *command, report_observed *observed, const ms_stream_info *info,
                    const char *path) {
@@ -26,7 +27,7 @@ int report_observe(const char *command, report_observed *observed, const ms_stre
       length += strlen(info->argv[i]) + 1;
     observed->program = malloc(length);
   }
-  if (path) observed->input = strdup(path);
+  if (path) observed->input = strdup(ms_input_name(path));
   if ((program && !observed->program) || (path && !observed->input)) {
     report_observed_free(observed);
     cli_error(command, "out of memory");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 #include "memsnap/psnap.h"
 
 static void usage(FILE *to) {
@@ -25,10 +26,8 @@ static void usage(FILE *to) {
 /* 1 if the file starts with the zstd magic (the profile was read through zstd). */
 static int compressed(const char *path) {
   unsigned char head[4] = {0};
-  FILE *file = fopen(path, "rb");
-  if (!file) return 0;
-  size_t n = fread(head, 1, 4, file);
-  fclose(file);
+  size_t n; /* a look that leaves standard input or a pipe for the profile's reader */
+  if (ms_input_peek(path, 0, head, 4, &n) < 0) return 0;
   return n == 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd;
 }
 

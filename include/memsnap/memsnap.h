@@ -13,6 +13,7 @@
 #include "memsnap/chase.h"
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
+#include "memsnap/input.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"
 #include "memsnap/sample.h"

@@ -269,8 +269,11 @@ int ms_psnap_profile_save_as(const ms_psnap_profile *profile, const char *path, 
  * bytes once decompressed); errors name `name`, line and column (or the compressed
  * data's offset). Reads the current version (psnap 2) and version 1. */
 int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out);
+/* `path` may be "-" (standard input), a pipe or a FIFO (memsnap/input.h). */
 int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
-/* 1 if the file starts like a profile (of either version), compressed or not. */
+/* 1 if the file starts like a profile (of either version), compressed or not: of a
+ * compressed one, the first bytes of its text are decompressed, reading as much of the
+ * file as that takes (its first zstd block, up to 128 KiB). */
 int ms_psnap_detect(const char *path);
 
 /* ---- Building a profile (a sink) ------------------------------------------------------ */

@@ -6,22 +6,19 @@
 #include <string.h>
 
 #include "memsnap/error.h"
+#include "memsnap/input.h"
 
 int text_lines_open(text_lines *lines, const char *path) {
   memset(lines, 0, sizeof *lines);
-  lines->path = strdup(path);
+  lines->path = strdup(ms_input_name(path));
   lines->buffer = malloc(TEXT_LINE_BUFFER_BYTES);
   if (!lines->path || !lines->buffer) {
     text_lines_close(lines);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for a trace reader");
   }
-  lines->file = fopen(path, "rb");
-  if (!lines->file) {
-    int rc = ms_error_set(MS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    text_lines_close(lines);
-    return rc;
-  }
-  return MS_OK;
+  int rc = ms_input_open(path, &lines->file); /* a stream: its first bytes, kept, then on */
+  if (rc < 0) text_lines_close(lines);
+  return rc;
 }
 
 int text_lines_next(text_lines *lines, const char **line, size_t *length) {

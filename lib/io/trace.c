@@ -3,13 +3,15 @@
  * Detection looks at the first 4 KiB: the .mtr magic; else the first line that is not
  * blank, a Valgrind "==pid==" message or a '#' comment: "I  hex,n" or " L|S|M hex,n" is
  * Lackey, "digit blank hex..." is din. Only when the content says nothing (an empty or
- * unreadable file) does the extension decide.
+ * unreadable file) does the extension decide. The look goes through ms_input_peek, so that
+ * a stream (standard input, a pipe, a FIFO) keeps those bytes for its reader.
  */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "memsnap/error.h"
+#include "memsnap/input.h"
 #include "memsnap/trace.h"
 #include "mtr_internal.h"
 #include "text_lines.h"
@@ -58,11 +60,7 @@ static ms_trace_format classify_line(const char *line, const char *end, int *ski
 ms_trace_format ms_trace_detect(const char *path) {
   char head[4096];
   size_t n = 0;
-  FILE *file = fopen(path, "rb");
-  if (file) {
-    n = fread(head, 1, sizeof head, file);
-    fclose(file);
-  }
+  if (ms_input_peek(path, 0, head, sizeof head, &n) < 0) n = 0;
   if (n >= MTR_MAGIC_BYTES && memcmp(head, MTR_MAGIC, MTR_MAGIC_BYTES) == 0) return MS_FORMAT_MTR;
   for (const char *line = head, *end = head + n; line < end;) {
     const char *newline = memchr(line, '\n', (size_t)(end - line));
@@ -87,21 +85,28 @@ int ms_trace_open(const char *path, ms_source **out) {
   case MS_FORMAT_DIN: return ms_din_open(path, out);
   default: break;
   }
-  FILE *file = fopen(path, "rb");
-  if (!file) return ms_error_set(MS_ERR_IO, "%s: cannot open: %m", path);
   char head[32] = "";
-  size_t n = fread(head, 1, sizeof head - 1, file);
-  fclose(file);
+  size_t n;
+  int rc = ms_input_peek(path, 0, head, sizeof head - 1, &n);
+  if (rc < 0) return rc;
   head[n] = '\0';
+  const char *name = ms_input_name(path);
+  if (n == 0) return ms_error_set(MS_ERR_FORMAT, "%s: empty (no trace in it)", name);
   if (strncmp(head, "memsnap signature ", 18) == 0)
     return ms_error_set(MS_ERR_FORMAT,
                         "%s: a memory signature holds no accesses (`memsnap synth` makes a "
                         "trace seed of it)",
-                        path);
+                        name);
+  if (n >= 4 && !memcmp(head, "\x28\xb5\x2f\xfd", 4))
+    return ms_error_set(MS_ERR_FORMAT,
+                        "%s: zstd-compressed data, not a compressed .psnap profile (memsnap "
+                        "reads compressed profiles only: decompress traces first, e.g. zstd "
+                        "-dc FILE | memsnap COMMAND -)",
+                        name);
   return ms_error_set(MS_ERR_FORMAT,
                       "%s: offset 0: not a trace memsnap reads (.mtr, trace seeds, .psnap "
                       "profiles, Lackey or din)",
-                      path);
+                      name);
 }
 
 int ms_trace_sink_new(const char *path, ms_trace_format format, ms_sink **out) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "memsnap/error.h"
+#include "memsnap/input.h"
 #include "memsnap/output.h"
 #include "memsnap/signature.h"
 
@@ -661,8 +662,9 @@ int ms_signature_parse(const char *text, size_t length, const char *name, ms_sig
 
 int ms_signature_load(const char *path, ms_signature **out) {
   *out = NULL;
-  FILE *file = fopen(path, "rb");
-  if (!file) return ms_error_set(MS_ERR_IO, "%s: %s", path, strerror(errno));
+  FILE *file; /* "-", a pipe or a FIFO too (memsnap/input.h) */
+  int rc = ms_input_open_seekable(path, &file);
+  if (rc < 0) return rc;
   size_t capacity = 1 << 16, length = 0;
   char *text = malloc(capacity);
   while (text) {
@@ -685,7 +687,7 @@ int ms_signature_load(const char *path, ms_signature **out) {
     free(text);
     return ms_error_set(MS_ERR_IO, "%s: read error", path);
   }
-  int rc = ms_signature_parse(text, length, path, out);
+  rc = ms_signature_parse(text, length, ms_input_name(path), out);
   free(text);
   return rc;
 }

@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "memsnap/error.h"
+#include "memsnap/input.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"
 
@@ -1279,8 +1280,10 @@ int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_p
 
 int ms_psnap_profile_load(const char *path, ms_psnap_profile *out) {
   memset(out, 0, sizeof *out);
-  FILE *file = fopen(path, "rb");
-  if (!file) return ms_error_set(MS_ERR_IO, "%s: cannot open: %m", path);
+  const char *name = ms_input_name(path);
+  FILE *file;
+  int rc = ms_input_open_seekable(path, &file); /* a stream: copied once, so loaded again */
+  if (rc < 0) return rc;
   size_t capacity = 1 << 16, size = 0;
   char *text = malloc(capacity);
   while (text) {
@@ -1293,12 +1296,12 @@ int ms_psnap_profile_load(const char *path, ms_psnap_profile *out) {
   }
   int failed = ferror(file);
   fclose(file);
-  if (!text) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory", path);
+  if (!text) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory", name);
   if (failed) {
     free(text);
-    return ms_error_set(MS_ERR_IO, "%s: read failed", path);
+    return ms_error_set(MS_ERR_IO, "%s: read failed", name);
   }
-  int rc = ms_psnap_profile_parse(text, size, path, out);
+  rc = ms_psnap_profile_parse(text, size, name, out);
   free(text);
   return rc;
 }
@@ -1307,23 +1310,33 @@ static int is_magic(const char *head, size_t n) {
   return n >= 8 && (!memcmp(head, PSNAP_MAGIC "\n", 8) || !memcmp(head, PSNAP_MAGIC_1 "\n", 8));
 }
 
+/* Compressed bytes read to find the first ones of the text: a zstd frame header (at most
+ * 18 bytes) and its first block (at most 128 KiB compressed) give them, whatever the
+ * profile's size. */
+#define DETECT_MAX_COMPRESSED ((size_t)256 << 10)
+
 int ms_psnap_detect(const char *path) {
-  char head[4096];
-  FILE *file = fopen(path, "rb");
-  if (!file) return 0;
-  size_t n = fread(head, 1, sizeof head, file);
-  fclose(file);
-  if (!is_zstd(head, n)) return is_magic(head, n);
-  /* compressed: the first bytes of the text */
+  unsigned char head[8];
+  size_t n;
+  if (ms_input_peek(path, 0, head, sizeof head, &n) < 0) return 0;
+  if (!is_zstd(head, n)) return is_magic((const char *)head, n);
+  /* compressed: the first bytes of the text, streamed through zstd */
   char text[8];
   ZSTD_DStream *stream = ZSTD_createDStream();
-  if (!stream) return 0;
-  ZSTD_inBuffer in = {head, n, 0};
+  unsigned char *piece = malloc(16384);
   ZSTD_outBuffer out = {text, sizeof text, 0};
-  while (out.pos < out.size && in.pos < in.size) {
-    size_t before = in.pos + out.pos;
-    if (ZSTD_isError(ZSTD_decompressStream(stream, &out, &in)) || in.pos + out.pos == before) break;
+  uint64_t offset = 0;
+  while (stream && piece && out.pos < out.size && offset < DETECT_MAX_COMPRESSED) {
+    size_t got;
+    if (ms_input_peek(path, offset, piece, 16384, &got) < 0 || got == 0) break;
+    ZSTD_inBuffer in = {piece, got, 0};
+    size_t left = 1;
+    while (in.pos < in.size && out.pos < out.size && !ZSTD_isError(left))
+      left = ZSTD_decompressStream(stream, &out, &in);
+    if (ZSTD_isError(left) || got < 16384) break;
+    offset += got;
   }
   ZSTD_freeDStream(stream);
+  free(piece);
   return is_magic(text, out.pos);
 }
