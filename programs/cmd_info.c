@@ -11,9 +11,9 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 #include "memsnap/psnap.h"
 #include "memsnap/trace.h"
 
@@ -99,6 +99,8 @@ static void print_text(const char *path, const trace_summary *s, const ms_stream
     printf("sampled:       %" PRIu64 " on, %" PRIu64 " off\n", info->sample_on, info->sample_off);
   printf("truncated:     %s", info->flags & MS_STREAM_TRUNCATED ? "yes" : "no");
   if (info->exit_status >= 0) printf(" (exit status %d)", info->exit_status);
+  if (info->flags & MS_STREAM_RECOVERED)
+    printf("; recovered from a damaged trace by memsnap recover: the accesses before the damage");
   if (info->flags & MS_STREAM_EXEC)
     printf("; the program replaced itself (execve) and what ran after was not observed");
   printf("\n");
@@ -146,6 +148,8 @@ static void print_json(const char *path, const trace_summary *s, const ms_stream
   }
   json_object_object_add(root, "truncated",
                          json_object_new_boolean((info->flags & MS_STREAM_TRUNCATED) != 0));
+  json_object_object_add(root, "recovered",
+                         json_object_new_boolean((info->flags & MS_STREAM_RECOVERED) != 0));
   json_object_object_add(root, "exec",
                          json_object_new_boolean((info->flags & MS_STREAM_EXEC) != 0));
   json_object_object_add(root, "exec_followed",
@@ -214,8 +218,7 @@ int cmd_info(int argc, char **argv) {
     ms_stream_info_clear(&info);
     return cli_fail(argv[0]);
   }
-  struct stat st;
-  summary.file_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  summary.file_bytes = ms_input_size(path); /* of a stream, the bytes it gave */
   if (json)
     print_json(path, &summary, &info);
   else

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/input.h"
 
 typedef struct command {
   const char *name;
@@ -15,6 +16,7 @@ static const command commands[] = {
     {"info", cmd_info, "describe a trace: program, threads, accesses, sites, size"},
     {"dump", cmd_dump, "print accesses as text or DineroIV din"},
     {"convert", cmd_convert, "convert between .mtr, Lackey and din traces"},
+    {"recover", cmd_recover, "a valid trace of the intact chunks of a damaged .mtr"},
     {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
     {"profile", cmd_profile, "build a PSnAP profile (.psnap) of a trace or a live program"},
@@ -36,7 +38,8 @@ static void usage(FILE *out) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "\nInputs: a trace (.mtr, Lackey --trace-mem=yes text, din), a .psnap profile, or\n"
-               "-- PROGRAM ARGS to observe a program live.\n"
+               "-- PROGRAM ARGS to observe a program live. A file may be a pipe, a FIFO or -\n"
+               "(standard input).\n"
                "  help COMMAND, COMMAND --help  the options of a command\n"
                "  -h, --help                    this list\n"
                "  --version                     memsnap's version\n");
@@ -82,6 +85,7 @@ int main(int argc, char **argv) {
   }
   const command *command = find_command(argv[1]);
   if (command) {
+    ms_input_set_wait_notice(cli_fifo_notice);
     int command_argc = cli_set_aside_program(argc - 1, argv + 1);
     return command->run(command_argc, argv + 1);
   }

@@ -29,6 +29,8 @@ enum {
   MS_STREAM_EXEC_FOLLOWED = 1u << 4, /* the program replaced its image (execve) and the stream
                                         goes on with the new image's accesses (Valgrind
                                         capture; its sites are new sites) */
+  MS_STREAM_RECOVERED = 1u << 5, /* rebuilt by memsnap recover from a damaged .mtr: the
+                                    accesses before the damage (TRUNCATED is set too) */
 };
 
 typedef struct ms_stream_info {

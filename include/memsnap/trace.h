@@ -24,7 +24,9 @@ typedef enum ms_trace_format {
 } ms_trace_format;
 
 /* Detects the format of a file from its first bytes (the .mtr magic, else the shape of
- * the first non-comment line), falling back to the extension. */
+ * the first non-comment line), falling back to the extension. Every reader below takes "-"
+ * (standard input), pipes and FIFOs as well as files (memsnap/input.h): Lackey and din are
+ * read as they arrive; a .mtr stream is first copied to a temporary file. */
 ms_trace_format ms_trace_detect(const char *path);
 /* Format named by a path's extension (.mtr, .lackey, .din), or MS_FORMAT_UNKNOWN. */
 ms_trace_format ms_trace_format_from_extension(const char *path);
@@ -50,6 +52,25 @@ typedef struct ms_mtr_stat {
 /* Reads the header and trailer only (no decompression of chunks). Fills `info` (caller
  * calls ms_stream_info_clear) when non-NULL. */
 int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info);
+
+/* Recovery of a damaged .mtr (a cut copy, a full disk, a damaged byte): writes to out_path
+ * a valid .mtr of every chunk before the first damage, each checked whole (its checksums
+ * and every record), found in order from the header on (a cut file has no chunk index).
+ * When the damage leaves the trailer intact, its site table, exit status and flags are
+ * kept; otherwise the sites are placeholders (numbered as before, no pc, no location) and
+ * the exit status unknown. A damaged trace's copy is flagged MS_STREAM_TRUNCATED and
+ * MS_STREAM_RECOVERED; an intact trace is copied whole (report->intact). Fails, writing
+ * nothing, when the header is damaged or no chunk is intact. */
+typedef struct ms_mtr_recovery {
+  uint64_t chunks, accesses; /* kept */
+  uint64_t damage_offset;    /* where the damage starts: the first byte not kept */
+  uint64_t file_bytes;
+  uint32_t sites;   /* sites of the copy */
+  int intact;       /* no damage: the whole trace was copied */
+  int sites_lost;   /* the trailer was damaged: the sites are placeholders */
+  char damage[400]; /* what is wrong at damage_offset (a reader's message) */
+} ms_mtr_recovery;
+int ms_mtr_recover(const char *path, const char *out_path, ms_mtr_recovery *report);
 
 /* Valgrind Lackey --trace-mem=yes text: " L addr,size", " S ...", " M ...", "I ..." lines
  * (instruction lines are skipped, other "==pid==" lines ignored). */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "memsnap/access.h"
+#include "memsnap/stream.h"
 
 _Static_assert(offsetof(ms_access, site) == 8, "ms_access: address, then 8 bytes of tail");
 
@@ -191,5 +192,22 @@ static inline int varint_get(const uint8_t **p, const uint8_t *end, uint64_t *ou
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of a header, trailer or footer. */
 uint32_t mtr_crc32(const uint8_t *data, size_t size);
+
+/* Scan mode of the reader (lib/io/mtr_reader.c), for memsnap recover: the chunks one after
+ * another from the header on, each read, checked and decoded whole before it is returned,
+ * up to the first damage. The trailer is used when it is intact (the index, the site table);
+ * otherwise chunks are found in order and the sites they name are placeholders (no pc, no
+ * location). Opening needs an intact header. */
+typedef struct mtr_reader mtr_reader;
+int mtr_scan_open(const char *path, mtr_reader **out);
+/* Decodes the next chunk whole into batch (grown to hold it): 1, 0 after the last chunk of
+ * an intact file, or a negative status at the damage (message set). */
+int mtr_scan_next(mtr_reader *r, ms_batch *batch);
+ms_source *mtr_scan_source(mtr_reader *r); /* its info: header, and trailer if intact */
+int mtr_scan_indexed(const mtr_reader *r); /* 1 if the trailer was intact */
+const char *mtr_scan_trailer_error(const mtr_reader *r); /* why it was not, else "" */
+uint64_t mtr_scan_offset(const mtr_reader *r);           /* the next chunk's offset */
+uint64_t mtr_scan_file_bytes(const mtr_reader *r);
+void mtr_scan_close(mtr_reader *r);
 
 #endif

@@ -21,11 +21,14 @@
 #include <zstd.h>
 
 #include "memsnap/error.h"
+#include "memsnap/input.h"
 #include "memsnap/trace.h"
 #include "mtr_internal.h"
 
 #define MTR_MIN_HEADER_BYTES 60  /* fixed fields, three absent strings, argc, CRC */
 #define MTR_MIN_TRAILER_BYTES 80 /* fixed fields, site table sizes, CRC */
+
+#define MTR_SCAN_MAX_SLOTS (1u << 22) /* sites a scan without the trailer may find: 4 M */
 
 typedef struct chunk_entry {
   uint64_t offset, first_index;
@@ -96,6 +99,14 @@ typedef struct mtr_reader {
   int ahead_failed;    /* could not start it: read synchronously */
   decode_slot *states;
   uint32_t slot_count; /* site count + 1 */
+  /* scan mode (mtr_scan_*, memsnap recover): chunks read in order from the header on, and
+   * without a usable trailer (`indexed` 0) the index built as they are found and the slots
+   * added as records name them */
+  int scanning, indexed;
+  uint64_t scan_chunk, scan_offset, scan_accesses; /* the next chunk, its offset and index */
+  uint64_t chunk_capacity;                         /* entries of `chunks` allocated */
+  uint32_t slot_capacity;                          /* entries of `states` allocated */
+  char trailer_error[256];                         /* why the trailer was not used */
   /* decoding position in the loaded chunk */
   uint64_t chunk, next_chunk; /* loaded chunk; the one to load next */
   uint32_t records, position, previous_slot;
@@ -146,13 +157,27 @@ static int truncated(const mtr_reader *r, uint64_t offset) {
   return ms_error_set(MS_ERR_TRUNCATED, "%s: truncated at offset %llu", r->path,
                       (unsigned long long)offset);
 }
+/* The file lost its end (its header is whole): the chunks before the cut are intact. */
+static int truncated_end(const mtr_reader *r, uint64_t offset) {
+  return ms_error_set(MS_ERR_TRUNCATED,
+                      "%s: truncated at offset %llu (its end is missing; `memsnap recover` "
+                      "keeps the intact chunks)",
+                      r->path, (unsigned long long)offset);
+}
 static int corrupt(const mtr_reader *r, uint64_t offset, const char *what) {
   return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: %s", r->path, (unsigned long long)offset,
                       what);
 }
 static int chunk_corrupt(const mtr_reader *r, uint64_t chunk, const char *why) {
-  return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: chunk %llu corrupt (%s)", r->path,
-                      (unsigned long long)r->chunks[chunk].offset, (unsigned long long)chunk, why);
+  if (r->scanning || chunk == 0)
+    return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: chunk %llu corrupt (%s)", r->path,
+                        (unsigned long long)r->chunks[chunk].offset, (unsigned long long)chunk,
+                        why);
+  return ms_error_set(MS_ERR_FORMAT,
+                      "%s: offset %llu: chunk %llu corrupt (%s; `memsnap recover` keeps the "
+                      "chunks before it)",
+                      r->path, (unsigned long long)r->chunks[chunk].offset,
+                      (unsigned long long)chunk, why);
 }
 
 /* Reads exactly n bytes at offset; a short read is a truncation. pread(): the read-ahead
@@ -305,13 +330,15 @@ static int parse_trailer(mtr_reader *r, const uint8_t *trailer, size_t size,
 }
 
 static int read_trailer(mtr_reader *r, uint32_t header_bytes) {
-  if (r->file_bytes < (uint64_t)header_bytes + MTR_FOOTER_BYTES) return truncated(r, r->file_bytes);
+  if (r->file_bytes < (uint64_t)header_bytes + MTR_FOOTER_BYTES)
+    return r->file_bytes == header_bytes ? truncated(r, r->file_bytes)
+                                         : truncated_end(r, r->file_bytes);
   uint8_t footer[MTR_FOOTER_BYTES];
   uint64_t footer_offset = r->file_bytes - MTR_FOOTER_BYTES;
   int rc = read_at(r, footer_offset, footer, sizeof footer);
   if (rc < 0) return rc;
   /* a file cut anywhere loses its footer: that is how truncation is detected */
-  if (memcmp(footer + 16, MTR_FOOTER_MAGIC, 8) != 0) return truncated(r, r->file_bytes);
+  if (memcmp(footer + 16, MTR_FOOTER_MAGIC, 8) != 0) return truncated_end(r, r->file_bytes);
   r->trailer_offset = get_u64(footer);
   uint64_t trailer_bytes = get_u64(footer + 8);
   if (r->trailer_offset < header_bytes || r->trailer_offset > footer_offset ||
@@ -535,6 +562,38 @@ static inline void decode_slot_learn(decode_slot *s, uint64_t address, uint64_t 
   s->last_address = address;
 }
 
+/* Scan mode without a trailer: the site table is lost with it, so a slot is known only when
+ * a record names it. Makes room for slots up to `slot` (a placeholder site each: no pc, no
+ * object or location, the function "[lost site N]") and returns the states, moved (their `next`
+ * pointers with them), or NULL beyond MTR_SCAN_MAX_SLOTS or out of memory. Off the decoding loop's
+ * path. */
+static __attribute__((noinline)) decode_slot *scan_add_slots(mtr_reader *r, uint32_t slot) {
+  if (slot >= MTR_SCAN_MAX_SLOTS) return NULL;
+  if (slot >= r->slot_capacity) {
+    uint32_t capacity = r->slot_capacity ? r->slot_capacity : 256;
+    while (capacity <= slot)
+      capacity *= 2;
+    decode_slot *states = malloc((size_t)capacity * sizeof *states);
+    if (!states) return NULL;
+    for (uint32_t s = 0; s < r->slot_count; s++) {
+      states[s] = r->states[s];
+      states[s].next = states + (r->states[s].next - r->states);
+    }
+    free(r->states);
+    r->states = states;
+    r->slot_capacity = capacity;
+  }
+  for (uint32_t s = r->slot_count; s <= slot; s++) {
+    mtr_slot_state initial = mtr_slot_initial(s);
+    r->states[s] = (decode_slot){.tail = initial.tail, .next = &r->states[s]};
+    char name[32]; /* what reports print for the site: not a symbol, and one per site */
+    snprintf(name, sizeof name, "[lost site %u]", s - 1);
+    if (ms_site_table_add(r->source.info.sites, 0, NULL, name, NULL, 0) < 0) return NULL;
+    r->slot_count = s + 1;
+  }
+  return r->states;
+}
+
 /* Decodes n records of the loaded chunk into out (the mirror of the writer's encoder). Each
  * record's state is the previous one's `next` (a chain of loads) unless the tag says
  * otherwise; the site and attribute cursors, used on misses only, stay in the reader, so
@@ -571,8 +630,13 @@ static int decode_records(mtr_reader *r, ms_access *out, uint32_t n) {
       }
       uint32_t slot = previous + (uint32_t)zigzag_decode(v);
       if (slot >= r->slot_count) {
-        error = "site out of range";
-        break;
+        decode_slot *grown = r->scanning && !r->indexed ? scan_add_slots(r, slot) : NULL;
+        if (!grown) {
+          error = r->scanning && !r->indexed ? "too many sites" : "site out of range";
+          break;
+        }
+        s = grown + previous;
+        states = grown;
       }
       s->next = &states[slot];
     }
@@ -682,35 +746,72 @@ static void reader_destroy(ms_source *source) {
 
 static const ms_source_ops mtr_reader_ops = {reader_next, reader_seek, reader_destroy};
 
-/* Opens and validates everything but the chunks. */
-static int reader_open(const char *path, int with_decoder, mtr_reader **out) {
+/* Scan mode: forgets what a trailer that failed its checks (`status`) had set, back to the
+ * header's, and keeps why for the message where the scan meets it. */
+static int forget_trailer(mtr_reader *r, int status, uint32_t header_flags) {
+  ms_stream_info *info = &r->source.info;
+  const char *why = ms_error_message();
+  size_t n = strlen(r->path);
+  if (!strncmp(why, r->path, n) && !strncmp(why + n, ": ", 2)) why += n + 2;
+  if (status == MS_ERR_TRUNCATED)
+    snprintf(r->trailer_error, sizeof r->trailer_error,
+             "the file ends at offset %llu, before its footer", (unsigned long long)r->file_bytes);
+  else
+    snprintf(r->trailer_error, sizeof r->trailer_error, "%s", why);
+  ms_site_table_free(info->sites);
+  info->sites = ms_site_table_new();
+  info->flags = header_flags;
+  info->thread_count = 0;
+  info->exit_status = -1;
+  info->access_count = r->access_count = 0;
+  memset(r->counts_by_kind, 0, sizeof r->counts_by_kind);
+  free(r->chunks);
+  r->chunks = NULL;
+  r->chunk_count = 0;
+  r->slot_count = 1; /* slot 0, no site */
+  return info->sites ? MS_OK : ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr reader");
+}
+
+/* Opens and validates everything but the chunks. Scanning: the header only must be valid;
+ * the trailer is used if it is (`indexed`). */
+static int reader_open_mode(const char *path, int with_decoder, int scanning, mtr_reader **out) {
   *out = NULL;
   mtr_reader *r = calloc(1, sizeof *r);
   if (!r) return ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr reader");
   r->source.ops = &mtr_reader_ops;
   r->source.info.exit_status = -1;
   r->source.info.sites = ms_site_table_new();
-  r->path = strdup(path);
+  r->path = strdup(ms_input_name(path));
   if (!r->source.info.sites || !r->path) {
     reader_destroy(&r->source);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for a .mtr reader");
   }
-  int rc = MS_OK;
+  /* a stream (standard input, a pipe) is copied to a temporary file first: the site table
+   * and the chunk index are at the end */
   struct stat st;
-  r->file = fopen(path, "rb");
-  if (!r->file || fstat(fileno(r->file), &st) != 0)
-    rc = ms_error_set(MS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  else if (!S_ISREG(st.st_mode))
-    rc = ms_error_set(MS_ERR_IO, "%s: not a regular file (.mtr needs seeking)", path);
+  int rc = ms_input_open_seekable(path, &r->file);
+  if (rc == 0 && fstat(fileno(r->file), &st) != 0)
+    rc = ms_error_set(MS_ERR_IO, "%s: cannot open: %s", r->path, strerror(errno));
+  else if (rc == 0 && !S_ISREG(st.st_mode))
+    rc = ms_error_set(MS_ERR_IO, "%s: not a regular file (.mtr needs seeking)", r->path);
   uint32_t header_bytes = 0;
   if (rc == 0) {
     r->file_bytes = (uint64_t)st.st_size;
     rc = read_header(r, &header_bytes);
   }
-  if (rc == 0) rc = read_trailer(r, header_bytes);
+  if (rc == 0) {
+    uint32_t header_flags = r->source.info.flags;
+    rc = read_trailer(r, header_bytes);
+    r->scanning = scanning;
+    r->indexed = scanning && rc == 0;
+    r->scan_offset = header_bytes;
+    if (scanning && rc < 0 && rc != MS_ERR_NOMEM) rc = forget_trailer(r, rc, header_flags);
+    if (scanning) r->ahead_failed = 1; /* chunk k + 1 may not be known yet */
+  }
   if (rc == 0 && with_decoder) {
     r->dctx = ZSTD_createDCtx();
     r->states = malloc((size_t)r->slot_count * sizeof *r->states);
+    r->slot_capacity = r->slot_count;
     if (!r->dctx || !r->states)
       rc = ms_error_set(MS_ERR_NOMEM, "%s: out of memory", path);
     else
@@ -722,6 +823,10 @@ static int reader_open(const char *path, int with_decoder, mtr_reader **out) {
   }
   *out = r;
   return MS_OK;
+}
+
+static int reader_open(const char *path, int with_decoder, mtr_reader **out) {
+  return reader_open_mode(path, with_decoder, 0, out);
 }
 
 int ms_mtr_open(const char *path, ms_source **out) {
@@ -750,4 +855,82 @@ int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info) 
   }
   reader_destroy(&r->source);
   return MS_OK;
+}
+
+/* ---- Scan mode (mtr_internal.h) ------------------------------------------------------- */
+
+int mtr_scan_open(const char *path, mtr_reader **out) { return reader_open_mode(path, 1, 1, out); }
+
+ms_source *mtr_scan_source(mtr_reader *r) { return &r->source; }
+int mtr_scan_indexed(const mtr_reader *r) { return r->indexed; }
+const char *mtr_scan_trailer_error(const mtr_reader *r) { return r->trailer_error; }
+uint64_t mtr_scan_offset(const mtr_reader *r) { return r->scan_offset; }
+uint64_t mtr_scan_file_bytes(const mtr_reader *r) { return r->file_bytes; }
+
+/* Without an index: the chunk that should start at r->scan_offset, checked as far as its
+ * header goes and entered in the index (with the sentinel after it). */
+static int scan_find_chunk(mtr_reader *r, uint64_t k) {
+  uint64_t at = r->scan_offset;
+  if (at == r->file_bytes)
+    return ms_error_set(MS_ERR_TRUNCATED,
+                        "%s: truncated at offset %llu: the file ends after %s (its trailer "
+                        "and footer are missing)",
+                        r->path, (unsigned long long)at, k ? "a chunk" : "its header");
+  uint8_t h[MTR_CHUNK_HEADER_BYTES];
+  size_t n = r->file_bytes - at < sizeof h ? (size_t)(r->file_bytes - at) : sizeof h;
+  int rc = read_at(r, at, h, n);
+  if (rc < 0) return rc;
+  if (n >= 4 && memcmp(h, MTR_TRAILER_MAGIC, 4) == 0) {
+    char why[400];
+    snprintf(why, sizeof why, "the chunks end here; the trailer after them is damaged (%s)",
+             r->trailer_error);
+    return corrupt(r, at, why);
+  }
+  if (n >= 4 && memcmp(h, MTR_CHUNK_MAGIC, 4) != 0) return corrupt(r, at, "bad chunk magic");
+  if (n < sizeof h) return truncated(r, r->file_bytes); /* in a chunk header */
+  if (mtr_crc32(h, 36) != get_u32(h + 36)) return corrupt(r, at, "chunk header CRC mismatch");
+  uint32_t records = get_u32(h + 4);
+  uint64_t frames = (uint64_t)get_u32(h + 16) + get_u32(h + 32);
+  if (records == 0 || records > MTR_MAX_CHUNK_RECORDS || get_u64(h + 8) != r->scan_accesses)
+    return corrupt(r, at, "chunk header out of sequence");
+  if (frames > r->file_bytes - at - sizeof h) return truncated(r, r->file_bytes);
+  if (k + 2 > r->chunk_capacity) {
+    uint64_t capacity = r->chunk_capacity ? r->chunk_capacity * 2 : 64;
+    chunk_entry *chunks = realloc(r->chunks, capacity * sizeof *chunks);
+    if (!chunks) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the index", r->path);
+    r->chunks = chunks;
+    r->chunk_capacity = capacity;
+  }
+  r->chunks[k] = (chunk_entry){at, r->scan_accesses};
+  r->chunks[k + 1] = (chunk_entry){at + sizeof h + frames, r->scan_accesses + records};
+  r->chunk_count = k + 1;
+  return MS_OK;
+}
+
+int mtr_scan_next(mtr_reader *r, ms_batch *batch) {
+  batch->count = 0;
+  uint64_t k = r->scan_chunk;
+  int rc = MS_OK;
+  if (r->indexed && k == r->chunk_count) return 0; /* the trailer: the end */
+  if (!r->indexed) rc = scan_find_chunk(r, k);
+  if (rc < 0) return rc;
+  size_t records = (size_t)(r->chunks[k + 1].first_index - r->chunks[k].first_index);
+  if (records > batch->capacity) {
+    ms_access *accesses = realloc(batch->accesses, records * sizeof *accesses);
+    if (!accesses) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for a chunk", r->path);
+    batch->accesses = accesses;
+    batch->capacity = records;
+  }
+  rc = load_chunk(r, k);
+  if (rc == 0) rc = decode_records(r, batch->accesses, r->records);
+  if (rc < 0) return rc;
+  batch->count = records;
+  r->scan_chunk = k + 1;
+  r->scan_offset = r->chunks[k + 1].offset;
+  r->scan_accesses = r->chunks[k + 1].first_index;
+  return 1;
+}
+
+void mtr_scan_close(mtr_reader *r) {
+  if (r) reader_destroy(&r->source);
 }

@@ -1,6 +1,6 @@
 /* .mtr: write -> read round trip of every field over millions of accesses and many chunks,
  * seeking, stat, and corrupt input (bad magic, every single-byte flip and every cut of a
- * small file), atomic output. */
+ * small file), atomic output; recovery of damaged traces (memsnap recover). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,7 +255,12 @@ static void test_every_cut_is_truncated(void **state) {
     put_file(path, data, cut);
     assert_int_equal(drain(path, a, 600), MS_ERR_TRUNCATED);
     snprintf(expected, sizeof expected, "%s: truncated at offset %zu", path, cut);
-    assert_string_equal(ms_error_message(), expected);
+    const char *message = ms_error_message(), *rest = message + strlen(expected);
+    assert_memory_equal(message, expected, strlen(expected));
+    /* cut after the header: the chunks before the cut can be recovered, and the message
+     * says how */
+    if (*rest && strcmp(rest, " (its end is missing; `memsnap recover` keeps the intact chunks)"))
+      fail_msg("%s", message);
   }
   put_file(path, data, size);
   assert_int_equal(drain(path, a, 600), 0);
@@ -347,6 +352,258 @@ static void test_corrupt_later_chunk(void **state) {
   assert_memory_equal(batch.accesses, a + 3 * 262144, batch.count * sizeof *a);
   ms_batch_free(&batch);
   ms_source_destroy(source);
+  unlink(path);
+  free(data);
+  free(a);
+}
+
+/* ---- memsnap recover (ms_mtr_recover) ------------------------------------------------ */
+
+/* Every access of a trace (it must read cleanly to its end). */
+static ms_access *read_all(const char *path, size_t *count, ms_stream_info *info) {
+  ms_source *source;
+  assert_int_equal(ms_mtr_open(path, &source), 0);
+  ms_batch batch;
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  size_t capacity = 1 << 16;
+  ms_access *all = malloc(capacity * sizeof *all);
+  *count = 0;
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0) {
+    if (*count + batch.count > capacity) {
+      capacity = 2 * (*count + batch.count);
+      all = realloc(all, capacity * sizeof *all);
+    }
+    memcpy(all + *count, batch.accesses, batch.count * sizeof *all);
+    *count += batch.count;
+  }
+  assert_int_equal(n, 0);
+  ms_batch_free(&batch);
+  if (info) {
+    *info = source->info;
+    memset(&source->info, 0, sizeof source->info);
+  }
+  ms_source_destroy(source);
+  return all;
+}
+
+/* The chunk offsets of a whole file, from its index (not by looking for the chunk magic,
+ * which compressed bytes may hold). */
+static size_t chunk_offsets(const uint8_t *data, size_t size, uint64_t *offsets, size_t max) {
+  uint64_t trailer = 0, trailer_bytes = 0;
+  for (int i = 7; i >= 0; i--) {
+    trailer = trailer << 8 | data[size - 24 + i];
+    trailer_bytes = trailer_bytes << 8 | data[size - 16 + i];
+  }
+  uint64_t chunks = 0;
+  for (int i = 7; i >= 0; i--)
+    chunks = chunks << 8 | data[trailer + 48 + i]; /* after magic, 3 u32, 4 u64 */
+  assert_true(chunks <= max);
+  const uint8_t *index = data + trailer + trailer_bytes - 4 - 16 * chunks;
+  for (size_t k = 0; k < chunks; k++) {
+    offsets[k] = 0;
+    for (int i = 7; i >= 0; i--)
+      offsets[k] = offsets[k] << 8 | index[16 * k + (size_t)i];
+  }
+  offsets[chunks] = trailer;
+  return (size_t)chunks;
+}
+
+/* Recovers `path` into rec.mtr and checks what the report and the file say: `chunks`
+ * chunks of 2^18 records kept (or all `count` records when the damage is past the chunks),
+ * equal to the original's first ones, sites numbered as before. */
+static void expect_recovered(const char *path, const ms_access *a, size_t count, size_t chunks,
+                             uint64_t damage_offset, int sites_lost) {
+  char out[256];
+  temp_path(out, sizeof out, "rec.mtr");
+  ms_mtr_recovery report;
+  assert_int_equal(ms_mtr_recover(path, out, &report), 0);
+  size_t expected = chunks * 262144 < count ? chunks * 262144 : count;
+  assert_int_equal(report.chunks, chunks);
+  assert_int_equal(report.accesses, expected);
+  assert_int_equal(report.damage_offset, damage_offset);
+  assert_int_equal(report.intact, 0);
+  assert_int_equal(report.sites_lost, sites_lost);
+  ms_stream_info info;
+  size_t got_count;
+  ms_access *got = read_all(out, &got_count, &info);
+  assert_int_equal(got_count, expected);
+  assert_accesses_equal(a, got, expected, 0);
+  assert_int_equal(info.flags & (MS_STREAM_TRUNCATED | MS_STREAM_RECOVERED),
+                   MS_STREAM_TRUNCATED | MS_STREAM_RECOVERED);
+  assert_int_equal(info.flags & MS_STREAM_SAMPLED, MS_STREAM_SAMPLED); /* the header's */
+  assert_string_equal(info.program, "/usr/bin/kernel");
+  assert_int_equal(info.argc, 4);
+  uint32_t highest = 0;
+  for (size_t i = 0; i < expected; i++)
+    if (a[i].site != MS_SITE_NONE && a[i].site + 1 > highest) highest = a[i].site + 1;
+  if (sites_lost) {
+    assert_int_equal(ms_site_table_count(info.sites), highest); /* those the records name */
+    assert_int_equal(info.exit_status, -1);
+    const ms_site *site = ms_site_table_get(info.sites, 7);
+    assert_non_null(site);
+    assert_string_equal(site->function, "[lost site 7]");
+    assert_null(site->object);
+    assert_null(site->file);
+  } else {
+    assert_int_equal(ms_site_table_count(info.sites), SITE_COUNT); /* the trailer's */
+    assert_string_equal(ms_site_table_get(info.sites, 7)->function, "f7");
+    assert_int_equal(info.exit_status, 139);
+  }
+  assert_int_equal(info.thread_count, 4); /* threads 0-3 in every chunk */
+  ms_stream_info_clear(&info);
+  free(got);
+  unlink(out);
+}
+
+static void expect_nothing_recovered(const char *path, const char *why) {
+  char out[256];
+  temp_path(out, sizeof out, "rec.mtr");
+  ms_mtr_recovery report;
+  assert_int_equal(ms_mtr_recover(path, out, &report) < 0, 1);
+  if (!strstr(ms_error_message(), why) || !strstr(ms_error_message(), path))
+    fail_msg("'%s' lacks '%s'", ms_error_message(), why);
+  assert_int_equal(access(out, F_OK), -1); /* no file written */
+}
+
+/* Cut inside the header: nothing; inside chunk k (its header or its frames): chunks 0 to
+ * k-1; after the last chunk (in the trailer or the footer): every chunk, the sites lost
+ * with the trailer. */
+static void test_recover_cut_traces(void **state) {
+  (void)state;
+  const size_t count = 4 * 262144 + 1000; /* 5 chunks */
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, count);
+  uint64_t offsets[8];
+  assert_int_equal(chunk_offsets(data, size, offsets, 7), 5);
+  char path[256];
+  temp_path(path, sizeof path, "cut.mtr");
+  put_file(path, data, 10);
+  expect_nothing_recovered(path,
+                           "nothing to recover: its header is damaged (truncated at offset 10)");
+  put_file(path, data, offsets[0] - 3);
+  expect_nothing_recovered(path, "nothing to recover: its header is damaged");
+  put_file(path, data, offsets[0]);
+  expect_nothing_recovered(path, "nothing to recover: the damage starts at the first chunk");
+  for (size_t k = 0; k < 5; k++) {
+    size_t cuts[] = {offsets[k] + 10, offsets[k] + 40, offsets[k] + 41,
+                     (offsets[k] + offsets[k + 1]) / 2, offsets[k + 1] - 1};
+    for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+      put_file(path, data, cuts[c]);
+      if (k == 0)
+        expect_nothing_recovered(path, "nothing to recover: the damage starts at the first chunk");
+      else
+        expect_recovered(path, a, count, k, offsets[k], 1);
+    }
+  }
+  size_t past[] = {offsets[5], offsets[5] + 1, offsets[5] + 100, size - 24, size - 1};
+  for (size_t c = 0; c < sizeof past / sizeof *past; c++) {
+    put_file(path, data, past[c]);
+    expect_recovered(path, a, count, 5, offsets[5], 1);
+  }
+  /* the ordinary reader's message says what to do */
+  put_file(path, data, offsets[3] + 100);
+  assert_int_equal(drain(path, a, count), MS_ERR_TRUNCATED);
+  assert_non_null(strstr(ms_error_message(), "`memsnap recover` keeps the intact chunks"));
+  unlink(path);
+  free(data);
+  free(a);
+}
+
+/* A damaged byte in chunk 2: chunks 0 and 1, with the intact trailer's sites and exit
+ * status; an intact trace: copied whole, not marked. */
+static void test_recover_damaged_chunk_and_intact_trace(void **state) {
+  (void)state;
+  const size_t count = 4 * 262144 + 1000;
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, count);
+  uint64_t offsets[8];
+  assert_int_equal(chunk_offsets(data, size, offsets, 7), 5);
+  char path[256];
+  temp_path(path, sizeof path, "flip.mtr");
+  data[offsets[2] + 40 + 20] ^= 0xff; /* in its first frame */
+  put_file(path, data, size);
+  expect_recovered(path, a, count, 2, offsets[2], 0);
+  ms_mtr_recovery report;
+  char out[256];
+  temp_path(out, sizeof out, "rec.mtr");
+  assert_int_equal(ms_mtr_recover(path, out, &report), 0);
+  assert_non_null(strstr(report.damage, "chunk 2 corrupt (zstd: "));
+  data[offsets[2] + 40 + 20] ^= 0xff;
+  data[offsets[2] + 4] ^= 0x01; /* its header: record count */
+  put_file(path, data, size);
+  expect_recovered(path, a, count, 2, offsets[2], 0);
+  data[offsets[2] + 4] ^= 0x01;
+  data[offsets[5] + 30] ^= 0x10; /* the trailer: every chunk, the sites lost */
+  put_file(path, data, size);
+  expect_recovered(path, a, count, 5, offsets[5], 1);
+  data[offsets[5] + 30] ^= 0x10;
+
+  put_file(path, data, size);
+  assert_int_equal(ms_mtr_recover(path, out, &report), 0);
+  assert_int_equal(report.intact, 1);
+  assert_int_equal(report.chunks, 5);
+  assert_int_equal(report.accesses, count);
+  ms_stream_info info;
+  size_t got_count;
+  ms_access *got = read_all(out, &got_count, &info);
+  assert_int_equal(got_count, count);
+  assert_accesses_equal(a, got, count, 0);
+  assert_int_equal(info.flags, MS_STREAM_SAMPLED | MS_STREAM_TRUNCATED); /* as written */
+  assert_int_equal(info.exit_status, 139);
+  assert_int_equal(ms_site_table_count(info.sites), SITE_COUNT);
+  ms_stream_info_clear(&info);
+  free(got);
+  /* the output may be the input: written aside, then renamed over it */
+  data[offsets[3] + 40 + 20] ^= 0xff;
+  put_file(path, data, size);
+  assert_int_equal(ms_mtr_recover(path, path, &report), 0);
+  assert_int_equal(report.chunks, 3);
+  got = read_all(path, &got_count, NULL);
+  assert_int_equal(got_count, 3 * 262144);
+  assert_accesses_equal(a, got, got_count, 0);
+  free(got);
+  unlink(out);
+  unlink(path);
+  free(data);
+  free(a);
+}
+
+/* Every cut and every flipped byte of a one-chunk trace: recover either keeps that chunk,
+ * equal to the original, or writes nothing; never anything else. */
+static void test_recover_every_cut_and_flip(void **state) {
+  (void)state;
+  size_t size;
+  ms_access *a;
+  uint8_t *data = small_file(&size, &a, 600);
+  char path[256], out[256];
+  temp_path(path, sizeof path, "small-damaged.mtr");
+  temp_path(out, sizeof out, "rec.mtr");
+  int kept = 0, flips_kept = 0;
+  for (size_t at = 0; at < 2 * size; at++) {
+    size_t cut = at < size ? at : size;
+    if (at >= size) data[at - size] ^= 0x20;
+    put_file(path, data, cut);
+    ms_mtr_recovery report;
+    if (ms_mtr_recover(path, out, &report) == 0) {
+      size_t got_count;
+      ms_access *got = read_all(out, &got_count, NULL);
+      assert_int_equal(got_count, 600);
+      assert_accesses_equal(a, got, 600, 0);
+      free(got);
+      unlink(out);
+      if (at < size)
+        kept++;
+      else
+        flips_kept++;
+    } else {
+      assert_int_equal(access(out, F_OK), -1);
+    }
+    if (at >= size) data[at - size] ^= 0x20;
+  }
+  assert_true(kept > 0 && flips_kept > 0);
   unlink(path);
   free(data);
   free(a);
@@ -527,6 +784,9 @@ int main(void) {
       cmocka_unit_test(test_every_cut_is_truncated),
       cmocka_unit_test(test_every_flipped_byte_is_caught),
       cmocka_unit_test(test_corrupt_later_chunk),
+      cmocka_unit_test(test_recover_cut_traces),
+      cmocka_unit_test(test_recover_damaged_chunk_and_intact_trace),
+      cmocka_unit_test(test_recover_every_cut_and_flip),
       cmocka_unit_test(test_empty_trace_and_no_sites),
       cmocka_unit_test(test_atomic_output),
       cmocka_unit_test(test_counts_and_threads_from_records),
