@@ -298,18 +298,18 @@ check_bash() {
   local file=$1 command option status=0 got
   bash -n "$file" || return 1
   for command in $(commands); do
-    complete_words "$file" memsnap "${command:0:3}" | grep -qx "$command" ||
+    grep -qx -- "$command" <<< "$(complete_words "$file" memsnap "${command:0:3}")" ||
       { echo "memsnap ${command:0:3}<TAB> does not offer $command"; status=1; }
-    complete_words "$file" memsnap help "$command" | grep -qx "$command" ||
+    grep -qx -- "$command" <<< "$(complete_words "$file" memsnap help "$command")" ||
       { echo "memsnap help $command<TAB> does not offer $command"; status=1; }
     got=$(complete_words "$file" memsnap "$command" --)
     for option in $("$memsnap" "$command" --help | grep -o -- '--[a-z0-9][a-z0-9-]*' | sort -u); do
       grep -qx -- "$option" <<< "$got" || { echo "memsnap $command --<TAB> does not offer $option"; status=1; }
     done
   done
-  complete_words "$file" memsnap sim -H hpcmo-4 | grep -qx hpcmo-46 ||
+  grep -qx -- hpcmo-46 <<< "$(complete_words "$file" memsnap sim -H hpcmo-4)" ||
     { echo "memsnap sim -H hpcmo-4<TAB> does not offer hpcmo-46"; status=1; }
-  complete_words "$file" memsnap sim -H eval | grep -qx evaluation ||
+  grep -qx -- evaluation <<< "$(complete_words "$file" memsnap sim -H eval)" ||
     { echo "memsnap sim -H eval<TAB> does not offer evaluation"; status=1; }
   return $status
 }
