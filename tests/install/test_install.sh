@@ -56,8 +56,11 @@ clean "$cc" -Wall -Werror count.c -o count_c $flags || fail "C program against t
 clean "$cxx" -std=c++11 -Wall -Werror count.cc -o count_cxx $flags ||
   fail "C++ program against the installed memsnap"
 for program in count_c count_cxx; do
-  clean ldd "./$program" | grep -q "=> $prefix/$libdir/libmemsnap.so" ||
-    fail "$program does not load $prefix/$libdir/libmemsnap.so: $(clean ldd "./$program" | grep memsnap)"
+  # ldd's whole output first: grep -q stops reading at the first match, and under
+  # pipefail ldd's SIGPIPE then failed the pipeline (C++'s longer list, CI run 23).
+  libs=$(clean ldd "./$program")
+  grep -q "=> $prefix/$libdir/libmemsnap.so" <<< "$libs" ||
+    fail "$program does not load $prefix/$libdir/libmemsnap.so: $(grep memsnap <<< "$libs")"
   got=$(clean "./$program" "$work/env.mtr") || fail "$program did not run"
   [ "$got" = "$accesses" ] || fail "$program counted $got accesses, memsnap info $accesses"
 done
