@@ -1,6 +1,7 @@
 /* memsnap profile -o OUT.psnap[.zst] [--compress] [--all-objects] [--function F]... [--line
  * FILE:LINE]... [--lossless]
- *                 [--max-strides N] [--site-cap N] [--order-cap N] (TRACE | -- PROGRAM ARGS)
+ *                 [--max-strides N] [--site-cap N] [--order-cap N]
+ *                 [--order-window N] (TRACE | -- PROGRAM ARGS)
  *
  * Builds a PSnAP profile (docs/formats.md) from any source: live through Valgrind
  * without storing a trace, or from a trace file. By default only the accesses of the
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/fold.h"
 #include "memsnap/psnap.h"
 
 static void usage(FILE *to) {
@@ -30,7 +32,9 @@ static void usage(FILE *to) {
               "      --lossless        keep the exact addresses of sites without a pattern\n"
               "      --max-strides N   unique strides per stride history (default 32)\n"
               "      --site-cap N      pattern terms per site before it is lossy (default 512)\n"
-              "      --order-cap N     order terms per thread before it is lossy (default 8192)\n"
+              "      --order-cap N     order terms per thread before it is lossy (default 262144)\n"
+              "      --order-window N  order terms searched for loops, whose bodies can have\n"
+              "                        up to N/2 (a power of two, 2 to 4096; default 1024)\n"
               "  -q, --quiet           no summary line\n");
 }
 
@@ -45,7 +49,7 @@ static int parse_cap(const char *command, const char *option, const char *text, 
 }
 
 int cmd_profile(int argc, char **argv) {
-  enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP, ALL_OBJECTS };
+  enum { LOSSLESS = 256, MAX_STRIDES, SITE_CAP, ORDER_CAP, ORDER_WINDOW, ALL_OBJECTS };
   size_t output_length;
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"function", required_argument, NULL, 'f'},
@@ -55,6 +59,7 @@ int cmd_profile(int argc, char **argv) {
                                           {"max-strides", required_argument, NULL, MAX_STRIDES},
                                           {"site-cap", required_argument, NULL, SITE_CAP},
                                           {"order-cap", required_argument, NULL, ORDER_CAP},
+                                          {"order-window", required_argument, NULL, ORDER_WINDOW},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"compress", no_argument, NULL, 'z'},
                                           {"help", no_argument, NULL, 'h'},
@@ -95,6 +100,15 @@ int cmd_profile(int argc, char **argv) {
       break;
     case SITE_CAP: status = parse_cap(argv[0], "--site-cap", optarg, &settings.site_cap); break;
     case ORDER_CAP: status = parse_cap(argv[0], "--order-cap", optarg, &settings.order_cap); break;
+    case ORDER_WINDOW:
+      status = parse_cap(argv[0], "--order-window", optarg, &settings.order_window);
+      if (status == 0 && (settings.order_window > MS_FOLD_MAX_WINDOW ||
+                          (settings.order_window & (settings.order_window - 1)))) {
+        cli_error(argv[0], "--order-window: expected a power of two from 2 to %d, got '%s'",
+                  MS_FOLD_MAX_WINDOW, optarg);
+        status = 2;
+      }
+      break;
     case 'q': quiet = 1; break;
     case 'z': compress = 1; break;
     case 'h': usage(stdout); goto out;

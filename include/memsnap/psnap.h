@@ -281,7 +281,7 @@ int ms_psnap_detect(const char *path);
 typedef struct ms_psnap_options {
   uint32_t max_strides;         /* unique strides per history (default 32) */
   uint32_t site_cap;            /* pattern nodes per site before it is lossy (default 512) */
-  uint32_t order_cap;           /* order nodes per thread before it is lossy (default 8192) */
+  uint32_t order_cap;           /* order nodes per thread before it is lossy (default 262144) */
   int lossless;                 /* keep the exact addresses of lossy sites */
   const char *const *functions; /* keep only accesses of sites in these functions */
   int function_count;
@@ -289,6 +289,8 @@ typedef struct ms_psnap_options {
   int line_count;
   int all_objects; /* without functions or lines: keep every object (default: only the
                       accesses of the program's own executable, if the stream names it) */
+  uint32_t order_window; /* order terms searched for loops (bodies of up to half of it);
+                            a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
 } ms_psnap_options;
 
 void ms_psnap_options_default(ms_psnap_options *options);

@@ -86,6 +86,23 @@ ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes) {
     free(fold);
     return NULL;
   }
+  if (window > MS_FOLD_DEFAULT_WINDOW) {
+    /* positions < 2W; ends < 2W + W/2 (a body has at most W/2 terms) */
+    uint32_t buckets = 4 * window;
+    fold->indexed_search = true;
+    fold->index_mask = buckets - 1; /* window is a power of two (ms_fold_new) */
+    fold->shape_head = calloc(buckets, sizeof *fold->shape_head);
+    fold->end_head = calloc(buckets, sizeof *fold->end_head);
+    fold->shape_next = malloc(2 * window * sizeof *fold->shape_next);
+    fold->shape_of = malloc(2 * window * sizeof *fold->shape_of);
+    fold->end_next = malloc(2 * window * sizeof *fold->end_next);
+    fold->end_of = malloc(2 * window * sizeof *fold->end_of);
+    if (!fold->shape_head || !fold->end_head || !fold->shape_next || !fold->shape_of ||
+        !fold->end_next || !fold->end_of) {
+      ms_fold_free(fold);
+      return NULL;
+    }
+  }
   return fold;
 }
 
@@ -96,6 +113,9 @@ int ms_fold_new(const ms_fold_options *options, ms_fold **out) {
   if (chosen.window < 2 || chosen.window > MS_FOLD_MAX_WINDOW)
     return ms_error_set(MS_ERR_ARG, "fold window %u: must be between 2 and %u",
                         (unsigned)chosen.window, (unsigned)MS_FOLD_MAX_WINDOW);
+  if (chosen.window > MS_FOLD_DEFAULT_WINDOW && (chosen.window & (chosen.window - 1)))
+    return ms_error_set(MS_ERR_ARG, "fold window %u: over %u it must be a power of two",
+                        (unsigned)chosen.window, (unsigned)MS_FOLD_DEFAULT_WINDOW);
   ms_fold *fold = fold_alloc(chosen.window, chosen.max_nodes);
   if (!fold) return ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
   *out = fold;
@@ -118,6 +138,12 @@ void ms_fold_free(ms_fold *fold) {
   free(fold->predict_flat);
   free(fold->flat);
   free(fold->steps);
+  free(fold->shape_head);
+  free(fold->shape_next);
+  free(fold->shape_of);
+  free(fold->end_head);
+  free(fold->end_next);
+  free(fold->end_of);
   free(fold);
 }
 
@@ -368,7 +394,52 @@ static inline uint64_t range_hash(const ms_fold *fold, uint32_t begin, uint32_t 
   return fold->win_hash[begin + k] - fold->win_hash[begin] * power;
 }
 
+/* ---- Window index ----------------------------------------------------------------------
+ * A window wider than the default is searched through an index instead of every length k:
+ * the repetitions and extensions worth checking start at an earlier term of the newest
+ * term's shape, or at a group whose body would end just before the newest term. The
+ * window is a stack at its newest end, so the chains are too: positions are indexed
+ * oldest first up to the term before the newest, and a change at position i unindexes
+ * i and everything newer (window_rehash, which every change calls). */
+
+static uint32_t shape_bucket(const ms_fold *fold, const ms_fold_term *term) {
+  uint64_t h = (uint64_t)term->value * 0x9e3779b97f4a7c15ULL ^
+               ((uint64_t)term->group + 1) * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return (uint32_t)(h >> 32) & fold->index_mask;
+}
+
+static void index_drop(ms_fold *fold, uint32_t from) {
+  while (fold->indexed > from) {
+    uint32_t i = --fold->indexed;
+    fold->shape_head[fold->shape_of[i]] = fold->shape_next[i];
+    if (fold->end_of[i] != UINT32_MAX) fold->end_head[fold->end_of[i]] = fold->end_next[i];
+  }
+}
+
+static void index_up_to(ms_fold *fold, uint32_t end) {
+  while (fold->indexed < end) {
+    uint32_t i = fold->indexed++;
+    const ms_fold_term *term = &fold->win[i];
+    uint32_t b = shape_bucket(fold, term);
+    fold->shape_of[i] = b;
+    fold->shape_next[i] = fold->shape_head[b];
+    fold->shape_head[b] = i + 1;
+    fold->end_of[i] = UINT32_MAX;
+    if (term->group) {
+      uint32_t e = i + fold->seqs[term->group].length;
+      if (e <= fold->index_mask) { /* longer bodies never fit the window's search */
+        fold->end_of[i] = e;
+        fold->end_next[i] = fold->end_head[e];
+        fold->end_head[e] = i + 1;
+      }
+    }
+  }
+}
+
 static void window_rehash(ms_fold *fold, uint32_t from) {
+  if (fold->indexed > from) index_drop(fold, from);
   for (uint32_t i = from; i < fold->win_count; i++)
     fold->win_hash[i + 1] = fold->win_hash[i] * FOLD_HASH_BASE + fold_term_hash(&fold->win[i]);
 }
@@ -472,6 +543,43 @@ static bool similar_terms(const ms_fold *fold, const ms_fold_term *t, uint32_t k
  * stays at the top level, so a progression taken by chance inside a larger loop keeps that
  * loop from folding, and with three copies test_fold's generated nests met such chances
  * (`c^3 d^2 e^3 f^3 g^3 h^4` in a nest of letters). */
+/* The affine step for bodies of k terms (affine_create). */
+static int affine_try(ms_fold *fold, uint32_t k, bool *changed) {
+  uint32_t n = fold->win_count;
+  ms_fold_term *a = &fold->win[n - FOLD_AFFINE_COPIES * k], *b = a + k;
+  if (!similar_terms(fold, &a[k - 1], k)) return MS_OK;
+  bool similar = true, counts_differ = false;
+  for (uint32_t j = 0; j < k && similar; j++) {
+    similar = similar_terms(fold, &a[j], k);
+    counts_differ |= a[j].count != b[j].count;
+  }
+  if (!similar || !counts_differ) return MS_OK;
+  uint64_t hash = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    int64_t value_step = (int64_t)((uint64_t)b[j].value - (uint64_t)a[j].value);
+    int64_t count_step = (int64_t)(b[j].count - a[j].count);
+    if ((value_step || count_step) &&
+        !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
+      return MS_ERR_NOMEM;
+    hash = hash * FOLD_HASH_BASE + fold_term_hash(&a[j]);
+  }
+  uint32_t id = intern_find(fold, a, k, hash);
+  int status;
+  if (!id) {
+    id = fold_sequence_create(fold, a, k, hash, &status);
+    if (!id) return status;
+    if ((status = intern_insert(fold, id)) != MS_OK) return status;
+  }
+  uint64_t body_nodes = fold->seqs[id].nodes;
+  for (int copy = 0; copy < FOLD_AFFINE_COPIES; copy++)
+    nodes_remove(fold, body_nodes);
+  fold->win_count -= FOLD_AFFINE_COPIES * k;
+  ms_fold_term group = {0, FOLD_AFFINE_COPIES, id, 0};
+  if ((status = window_append(fold, &group)) != MS_OK) return status;
+  *changed = true;
+  return MS_OK;
+}
+
 __attribute__((noinline)) static int affine_create(ms_fold *fold, bool *changed) {
   uint32_t n = fold->win_count;
   uint32_t span = n < fold->window ? n : fold->window;
@@ -480,39 +588,23 @@ __attribute__((noinline)) static int affine_create(ms_fold *fold, bool *changed)
    * further (bench_fold irregular push: 180x the read loop with the search, 76x without). */
   uint32_t plain = fold->plain_run < n ? fold->plain_run : n;
   uint32_t first = plain / FOLD_AFFINE_COPIES + 1;
-  for (uint32_t k = first < 2 ? 2 : first; FOLD_AFFINE_COPIES * k <= span; k++) {
-    ms_fold_term *a = &fold->win[n - FOLD_AFFINE_COPIES * k], *b = a + k;
-    if (!similar_terms(fold, &a[k - 1], k)) continue;
-    bool similar = true, counts_differ = false;
-    for (uint32_t j = 0; j < k && similar; j++) {
-      similar = similar_terms(fold, &a[j], k);
-      counts_differ |= a[j].count != b[j].count;
+  if (first < 2) first = 2;
+  if (fold->indexed_search) {
+    /* Through the index: bodies whose newest term keeps its value (the order of sites,
+     * which wide windows are for, has counts that step, never values). */
+    for (uint32_t at = fold->shape_head[shape_bucket(fold, &fold->win[n - 1])]; at;
+         at = fold->shape_next[at - 1]) {
+      uint32_t k = n - at;
+      if (FOLD_AFFINE_COPIES * k > span) break;
+      if (k < first) continue;
+      int status = affine_try(fold, k, changed);
+      if (status != MS_OK || *changed) return status;
     }
-    if (!similar || !counts_differ) continue;
-    uint64_t hash = 0;
-    for (uint32_t j = 0; j < k; j++) {
-      int64_t value_step = (int64_t)((uint64_t)b[j].value - (uint64_t)a[j].value);
-      int64_t count_step = (int64_t)(b[j].count - a[j].count);
-      if ((value_step || count_step) &&
-          !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
-        return MS_ERR_NOMEM;
-      hash = hash * FOLD_HASH_BASE + fold_term_hash(&a[j]);
-    }
-    uint32_t id = intern_find(fold, a, k, hash);
-    int status;
-    if (!id) {
-      id = fold_sequence_create(fold, a, k, hash, &status);
-      if (!id) return status;
-      if ((status = intern_insert(fold, id)) != MS_OK) return status;
-    }
-    uint64_t body_nodes = fold->seqs[id].nodes;
-    for (int copy = 0; copy < FOLD_AFFINE_COPIES; copy++)
-      nodes_remove(fold, body_nodes);
-    fold->win_count -= FOLD_AFFINE_COPIES * k;
-    ms_fold_term group = {0, FOLD_AFFINE_COPIES, id, 0};
-    if ((status = window_append(fold, &group)) != MS_OK) return status;
-    *changed = true;
     return MS_OK;
+  }
+  for (uint32_t k = first; FOLD_AFFINE_COPIES * k <= span; k++) {
+    int status = affine_try(fold, k, changed);
+    if (status != MS_OK || *changed) return status;
   }
   return MS_OK;
 }
@@ -521,67 +613,93 @@ __attribute__((noinline)) static int affine_create(ms_fold *fold, bool *changed)
  * newest k terms equal the body of the group just before them (that group's count grows),
  * or equal the k terms before them (the two copies become (body)^2); failing both, the
  * affine step (affine_create). */
-static int reduce_once(ms_fold *fold, bool *changed) {
-  *changed = false;
+/* Repetition or extension with a body of k terms (reduce_once). */
+static int reduce_at(ms_fold *fold, uint32_t k, bool *changed) {
   uint32_t n = fold->win_count;
   uint32_t span = n < fold->window ? n : fold->window;
   const ms_fold_term *newest = &fold->win[n - 1];
-  for (uint32_t k = 1; k <= span / 2; k++) {
-    /* Candidates are filtered on the newest term alone (a load and a compare per k) before
-     * the range hashes are computed: 4x fewer instructions per push on irregular input. */
-    ms_fold_term *before = &fold->win[n - 1 - k];
-    const fold_sequence *before_body = before->group ? &fold->seqs[before->group] : NULL;
-    if (before_body && before_body->affine) {
-      if (before_body->length == k && affine_extends(fold, before, &fold->win[n - k], k)) {
-        before->count++;
-        nodes_remove(fold, before_body->nodes);
-        fold->win_count -= k;
-        window_tail_changed(fold);
-        *changed = true;
-        return MS_OK;
-      }
-      before_body = NULL;
+  /* Candidates are filtered on the newest term alone (a load and a compare per k) before
+   * the range hashes are computed: 4x fewer instructions per push on irregular input. */
+  ms_fold_term *before = &fold->win[n - 1 - k];
+  const fold_sequence *before_body = before->group ? &fold->seqs[before->group] : NULL;
+  if (before_body && before_body->affine) {
+    if (before_body->length == k && affine_extends(fold, before, &fold->win[n - k], k)) {
+      before->count++;
+      nodes_remove(fold, before_body->nodes);
+      fold->win_count -= k;
+      window_tail_changed(fold);
+      *changed = true;
+      return MS_OK;
     }
-    bool extend = before_body && before_body->length == k &&
-                  terms_equal(&fold->pool[before_body->first + k - 1], newest, 1);
-    bool repeat = 2 * k <= span && terms_equal(&fold->win[n - 1 - k], newest, 1);
-    if (!extend && !repeat) continue;
-    uint64_t power = hash_power(k);
-    uint64_t tail = range_hash(fold, n - k, k, power);
-    if (extend) {
-      const fold_sequence *body = &fold->seqs[before->group];
-      if (body->hash == tail && terms_equal(&fold->pool[body->first], &fold->win[n - k], k)) {
-        before->count++;
-        nodes_remove(fold, body->nodes);
-        fold->win_count -= k;
-        window_tail_changed(fold);
-        *changed = true;
-        return MS_OK;
-      }
-    }
-    if (repeat && tail == range_hash(fold, n - 2 * k, k, power) &&
-        terms_equal(&fold->win[n - 2 * k], &fold->win[n - k], k) &&
-        !has_affine_body(fold, &fold->win[n - k], k)) {
-      const ms_fold_term *copy = &fold->win[n - k];
-      uint32_t id = intern_find(fold, copy, k, tail);
-      if (!id) {
-        int status;
-        id = fold_sequence_create(fold, copy, k, tail, &status);
-        if (!id) return status;
-        status = intern_insert(fold, id);
-        if (status != MS_OK) return status;
-      }
-      uint64_t body_nodes = fold->seqs[id].nodes;
-      nodes_remove(fold, body_nodes);
-      nodes_remove(fold, body_nodes);
-      fold->win_count -= 2 * k;
-      ms_fold_term group = {0, 2, id, 0};
-      int status = window_append(fold, &group);
-      if (status != MS_OK) return status;
+    before_body = NULL;
+  }
+  bool extend = before_body && before_body->length == k &&
+                terms_equal(&fold->pool[before_body->first + k - 1], newest, 1);
+  bool repeat = 2 * k <= span && terms_equal(&fold->win[n - 1 - k], newest, 1);
+  if (!extend && !repeat) return MS_OK;
+  uint64_t power = hash_power(k);
+  uint64_t tail = range_hash(fold, n - k, k, power);
+  if (extend) {
+    const fold_sequence *body = &fold->seqs[before->group];
+    if (body->hash == tail && terms_equal(&fold->pool[body->first], &fold->win[n - k], k)) {
+      before->count++;
+      nodes_remove(fold, body->nodes);
+      fold->win_count -= k;
+      window_tail_changed(fold);
       *changed = true;
       return MS_OK;
     }
   }
+  if (repeat && tail == range_hash(fold, n - 2 * k, k, power) &&
+      terms_equal(&fold->win[n - 2 * k], &fold->win[n - k], k) &&
+      !has_affine_body(fold, &fold->win[n - k], k)) {
+    const ms_fold_term *copy = &fold->win[n - k];
+    uint32_t id = intern_find(fold, copy, k, tail);
+    if (!id) {
+      int status;
+      id = fold_sequence_create(fold, copy, k, tail, &status);
+      if (!id) return status;
+      status = intern_insert(fold, id);
+      if (status != MS_OK) return status;
+    }
+    uint64_t body_nodes = fold->seqs[id].nodes;
+    nodes_remove(fold, body_nodes);
+    nodes_remove(fold, body_nodes);
+    fold->win_count -= 2 * k;
+    ms_fold_term group = {0, 2, id, 0};
+    int status = window_append(fold, &group);
+    if (status != MS_OK) return status;
+    *changed = true;
+    return MS_OK;
+  }
+  return MS_OK;
+}
+
+static int reduce_once(ms_fold *fold, bool *changed) {
+  *changed = false;
+  uint32_t n = fold->win_count;
+  if (n < 2) return MS_OK;
+  uint32_t span = n < fold->window ? n : fold->window;
+  if (fold->indexed_search) {
+    /* the k of an earlier term of the newest's shape, or of a group ending before it, in
+     * increasing order: the chains run newest first */
+    index_up_to(fold, n - 1);
+    uint32_t shape = fold->shape_head[shape_bucket(fold, &fold->win[n - 1])];
+    uint32_t end = n - 1 <= fold->index_mask ? fold->end_head[n - 1] : 0;
+    while (shape || end) {
+      uint32_t at = shape > end ? shape : end;
+      if (shape == at) shape = fold->shape_next[at - 1];
+      if (end == at) end = fold->end_next[at - 1];
+      uint32_t k = n - at;
+      if (k > span / 2) break;
+      int status = reduce_at(fold, k, changed);
+      if (status != MS_OK || *changed) return status;
+    }
+  } else
+    for (uint32_t k = 1; k <= span / 2; k++) {
+      int status = reduce_at(fold, k, changed);
+      if (status != MS_OK || *changed) return status;
+    }
   return affine_create(fold, changed);
 }
 

@@ -80,6 +80,15 @@ struct ms_fold {
   uint32_t win_count, win_capacity;
   uint32_t plain_run; /* the newest plain_run window terms (at most) are count-1 values */
 
+  /* Candidate index of a window wider than MS_FOLD_DEFAULT_WINDOW (fold.c, "Window
+   * index"): positions [0, indexed) are chained by shape (value and group) and, for groups,
+   * by where their body would end (position + body length); heads hold position + 1. */
+  bool indexed_search;
+  uint32_t indexed;
+  uint32_t index_mask; /* shape buckets - 1 */
+  uint32_t *shape_head, *shape_next, *shape_of;
+  uint32_t *end_head, *end_next, *end_of; /* end_of: UINT32_MAX for a value term */
+
   fold_predict_frame *predict;
   uint32_t predict_depth, predict_capacity;
   uint64_t pending_iterations; /* body iterations completed, not yet in the tail's count */

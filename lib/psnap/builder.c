@@ -93,7 +93,8 @@ void ms_psnap_options_default(ms_psnap_options *options) {
   memset(options, 0, sizeof *options);
   options->max_strides = 32;
   options->site_cap = 512;
-  options->order_cap = 8192;
+  options->order_cap = 262144;
+  options->order_window = 1024;
 }
 
 static uint64_t hash64(uint64_t x) {
@@ -103,9 +104,10 @@ static uint64_t hash64(uint64_t x) {
   return x;
 }
 
-static int new_fold(uint64_t cap, ms_fold **out) {
+static int new_fold(uint64_t cap, uint32_t window, ms_fold **out) {
   ms_fold_options options = ms_fold_options_default();
   options.max_nodes = cap;
+  if (window) options.window = window;
   return ms_fold_new(&options, out);
 }
 
@@ -146,7 +148,7 @@ static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out)
                     .size = a->size,
                     .low = UINT64_MAX};
   int rc = ms_stride_history_init(&s->history, b->options.max_strides);
-  if (rc == 0) rc = new_fold(b->options.site_cap, &s->fold);
+  if (rc == 0) rc = new_fold(b->options.site_cap, 0, &s->fold);
   if (rc < 0) {
     ms_stride_history_free(&s->history);
     ms_fold_free(s->fold);
@@ -301,7 +303,7 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site) {
     memset(threads + b->thread_count, 0, (thread + 1u - b->thread_count) * sizeof *threads);
     b->threads = threads;
     for (uint32_t t = b->thread_count; t <= thread; t++) {
-      int rc = new_fold(b->options.order_cap, &threads[t].order);
+      int rc = new_fold(b->options.order_cap, b->options.order_window, &threads[t].order);
       if (rc < 0) return rc;
       b->thread_count = t + 1;
     }

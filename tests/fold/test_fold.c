@@ -17,6 +17,8 @@
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
 
+#include "../../lib/fold/fold_internal.h" /* the window index against the plain search */
+
 /* ---- Helpers --------------------------------------------------------------------------- */
 
 /* Letters for small values (a = 0 ... z = 25), "v<n>" for others. */
@@ -654,6 +656,73 @@ static void test_random_sequences_exact(void **state) {
   }
 }
 
+/* A window wider than the default is searched through an index of candidates (fold.c,
+ * "Window index"): the same folds as trying every body length, on random input and on
+ * loop nests of distinct values (where no value steps, which the index leaves out, can
+ * arise), and always exact. */
+static void test_indexed_window_is_the_plain_search(void **state) {
+  (void)state;
+  static char text[1 << 16];
+  const uint32_t windows[] = {128, 1024};
+  for (int trial = 0; trial < 300; trial++) {
+    seq values = {0};
+    if (trial % 2) {
+      int next_value = 0;
+      text[0] = '\0';
+      gen_body(text, sizeof text, 3, true, &next_value, 6, trial % 4 == 1 ? 9 : 0, 1);
+      expand_text(text, &values);
+    } else {
+      size_t n = rng_below(3000);
+      unsigned alphabet = 1 + rng_below(40);
+      for (size_t i = 0; i < n; i++)
+        seq_add(&values, i > 8 && rng_below(3) == 0 ? values.v[i - 1 - rng_below(100) % i]
+                                                     : (int64_t)rng_below(alphabet));
+    }
+    uint32_t window = windows[trial % 2];
+    ms_fold *indexed = fold_values(values.v, values.n, window, 0);
+    assert_true(indexed->indexed_search);
+    assert_expands_to(indexed, values.v, values.n);
+    ms_fold_options options = {window, 0};
+    ms_fold *plain;
+    assert_int_equal(ms_fold_new(&options, &plain), MS_OK);
+    plain->indexed_search = false;
+    for (size_t i = 0; i < values.n; i++)
+      assert_int_equal(ms_fold_push(plain, values.v[i]), MS_OK);
+    assert_int_equal(ms_fold_finish(plain), MS_OK);
+    char *a = text_of(indexed, ms_fold_format_signed), *b = text_of(plain, ms_fold_format_signed);
+    if (strcmp(a, b)) fail_msg("trial %d, window %u:\n indexed %s\n plain   %s", trial, window, a, b);
+    free(a), free(b);
+    ms_fold_free(indexed), ms_fold_free(plain);
+    free(values.v);
+  }
+}
+
+/* Loop bodies of 50 to 500 terms (whole functions' sites in the order of a real code)
+ * around a triangular inner loop fold to their loop structure in a window of 2048 (a body
+ * with steps needs four iterations in the window), whatever the trip counts. */
+static void test_wide_bodies_fold(void **state) {
+  (void)state;
+  const uint32_t lengths[] = {50, 90, 300, 500};
+  for (int i = 0; i < 4; i++) {
+    uint64_t nodes[2];
+    for (int size = 0; size < 2; size++) {
+      seq values = {0};
+      for (int outer = 0; outer < (size ? 40 : 10); outer++) {
+        for (uint32_t t = 0; t < lengths[i]; t++) seq_add(&values, 1000 + t);
+        for (int inner = 0; inner < 5 + outer; inner++) seq_add(&values, 7), seq_add(&values, 8);
+      }
+      ms_fold *fold = fold_values(values.v, values.n, 2048, 0);
+      assert_expands_to(fold, values.v, values.n);
+      nodes[size] = ms_fold_node_count(fold);
+      ms_fold_free(fold);
+      free(values.v);
+    }
+    /* the body, its inner loop of two and the group: no growth with 4x the iterations */
+    assert_int_equal(nodes[0], nodes[1]);
+    assert_true(nodes[1] < lengths[i] + 10);
+  }
+}
+
 /* Seeking lands on the same element as reading from the start, in O(depth) arithmetic;
  * includes bodies too long for the flat copies and folds that exhaust their budget. */
 static void test_seek(void **state) {
@@ -1036,6 +1105,8 @@ int main(void) {
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_value_syntaxes),
       cmocka_unit_test(test_window),
+      cmocka_unit_test(test_indexed_window_is_the_plain_search),
+      cmocka_unit_test(test_wide_bodies_fold),
       cmocka_unit_test(test_structure),
       cmocka_unit_test(test_cap),
   };
