@@ -151,15 +151,30 @@ int cmd_profile(int argc, char **argv) {
                  : ms_psnap_profile_save_as(&profile, output, zst)) >= 0) {
     status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
     if (!quiet) {
-      uint32_t lossy = 0;
+      /* what is not exact, why (which cap), and what the selection left out */
+      uint32_t lossy = 0, lossy_threads = 0;
+      uint64_t lossy_accesses = 0;
       for (uint32_t i = 0; i < profile.site_count; i++)
-        lossy += profile.sites[i].lossy;
-      fprintf(stderr,
-              "memsnap profile: %s: %llu accesses, %u sites (%u lossy), %u threads; selection %s,"
-              " %llu accesses left out\n",
-              output, (unsigned long long)profile.access_count, profile.site_count, lossy,
-              profile.thread_count, profile.selection ? profile.selection : "all",
-              (unsigned long long)profile.excluded);
+        if (profile.sites[i].lossy) lossy++, lossy_accesses += profile.sites[i].count;
+      for (uint32_t t = 0; t < profile.thread_count; t++)
+        lossy_threads += profile.threads[t].lossy != 0;
+      double total = (double)(profile.access_count ? profile.access_count : 1);
+      fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
+              (unsigned long long)profile.access_count, profile.site_count, profile.thread_count);
+      if (lossy)
+        fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy,
+                settings.site_cap, 100.0 * (double)lossy_accesses / total);
+      else
+        fprintf(stderr, "every site exact");
+      if (lossy_threads)
+        fprintf(stderr, ", order lossy in %u of %u threads (over --order-cap %u: path counts)",
+                lossy_threads, profile.thread_count, settings.order_cap);
+      else
+        fprintf(stderr, ", order exact");
+      uint64_t stream = profile.access_count + profile.excluded;
+      fprintf(stderr, "; selection %s, %llu accesses left out (%.1f%% of the stream)\n",
+              profile.selection ? profile.selection : "all", (unsigned long long)profile.excluded,
+              stream ? 100.0 * (double)profile.excluded / (double)stream : 0.0);
     }
   } else if (source)
     cli_fail(argv[0]);

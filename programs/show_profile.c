@@ -150,12 +150,23 @@ int show_profile(int argc, char **argv) {
       printf(" %s", p.info.argv[i]);
     printf("\n");
   }
-  uint32_t lossy = 0;
+  uint32_t lossy = 0, lossy_threads = 0;
+  uint64_t lossy_accesses = 0;
   for (uint32_t s = 0; s < p.site_count; s++)
-    lossy += p.sites[s].lossy;
-  printf("%" PRIu64 " accesses, %u sites (%u lossy), %u threads, selection %s", p.access_count,
-         p.site_count, lossy, p.thread_count, p.selection ? p.selection : "all");
-  if (p.has_excluded) printf(" (%" PRIu64 " accesses of the stream left out)", p.excluded);
+    if (p.sites[s].lossy) lossy++, lossy_accesses += p.sites[s].count;
+  for (uint32_t t = 0; t < p.thread_count; t++)
+    lossy_threads += p.threads[t].lossy != 0;
+  printf("%" PRIu64 " accesses, %u sites (%u lossy", p.access_count, p.site_count, lossy);
+  if (lossy)
+    printf(": %.1f%% of the accesses",
+           100.0 * (double)lossy_accesses / (double)(p.access_count ? p.access_count : 1));
+  printf("), %u threads (order lossy in %u), selection %s", p.thread_count, lossy_threads,
+         p.selection ? p.selection : "all");
+  if (p.has_excluded) {
+    uint64_t stream = p.access_count + p.excluded;
+    printf(" (%" PRIu64 " accesses of the stream left out, %.1f%%)", p.excluded,
+           stream ? 100.0 * (double)p.excluded / (double)stream : 0.0);
+  }
   printf("\n\n");
   for (uint32_t s = 0; s < p.site_count; s++)
     order[s] = s;

@@ -558,8 +558,7 @@ static int affine_try(ms_fold *fold, uint32_t k, bool *changed) {
   for (uint32_t j = 0; j < k; j++) {
     int64_t value_step = (int64_t)((uint64_t)b[j].value - (uint64_t)a[j].value);
     int64_t count_step = (int64_t)(b[j].count - a[j].count);
-    if ((value_step || count_step) &&
-        !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
+    if ((value_step || count_step) && !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
       return MS_ERR_NOMEM;
     hash = hash * FOLD_HASH_BASE + fold_term_hash(&a[j]);
   }

@@ -676,7 +676,7 @@ static void test_indexed_window_is_the_plain_search(void **state) {
       unsigned alphabet = 1 + rng_below(40);
       for (size_t i = 0; i < n; i++)
         seq_add(&values, i > 8 && rng_below(3) == 0 ? values.v[i - 1 - rng_below(100) % i]
-                                                     : (int64_t)rng_below(alphabet));
+                                                    : (int64_t)rng_below(alphabet));
     }
     uint32_t window = windows[trial % 2];
     ms_fold *indexed = fold_values(values.v, values.n, window, 0);
@@ -690,7 +690,8 @@ static void test_indexed_window_is_the_plain_search(void **state) {
       assert_int_equal(ms_fold_push(plain, values.v[i]), MS_OK);
     assert_int_equal(ms_fold_finish(plain), MS_OK);
     char *a = text_of(indexed, ms_fold_format_signed), *b = text_of(plain, ms_fold_format_signed);
-    if (strcmp(a, b)) fail_msg("trial %d, window %u:\n indexed %s\n plain   %s", trial, window, a, b);
+    if (strcmp(a, b))
+      fail_msg("trial %d, window %u:\n indexed %s\n plain   %s", trial, window, a, b);
     free(a), free(b);
     ms_fold_free(indexed), ms_fold_free(plain);
     free(values.v);
@@ -708,8 +709,10 @@ static void test_wide_bodies_fold(void **state) {
     for (int size = 0; size < 2; size++) {
       seq values = {0};
       for (int outer = 0; outer < (size ? 40 : 10); outer++) {
-        for (uint32_t t = 0; t < lengths[i]; t++) seq_add(&values, 1000 + t);
-        for (int inner = 0; inner < 5 + outer; inner++) seq_add(&values, 7), seq_add(&values, 8);
+        for (uint32_t t = 0; t < lengths[i]; t++)
+          seq_add(&values, 1000 + t);
+        for (int inner = 0; inner < 5 + outer; inner++)
+          seq_add(&values, 7), seq_add(&values, 8);
       }
       ms_fold *fold = fold_values(values.v, values.n, 2048, 0);
       assert_expands_to(fold, values.v, values.n);
