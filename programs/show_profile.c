@@ -62,6 +62,8 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
     else if (site->lossy)
       printf("%7s first 0x%" PRIx64 " range 0x%" PRIx64 "-0x%" PRIx64 " alignment %" PRIu64 "\n",
              "", site->first_address, site->low, site->high, site->alignment);
+    if (site->lossy && site->tied)
+      printf("%7s tied to s%u %+" PRId64 "\n", "", site->tie_site, site->tie_delta);
   } else {
     printf("site s%u: %s\n  thread %u, %s of %u bytes, %" PRIu64 " accesses (%.2f%%)\n"
            "  class %s, %s\n  first address 0x%" PRIx64 "\n",
@@ -84,6 +86,9 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
       } else {
         printf("  no frequent stride: every address drawn from the histogram\n");
       }
+      if (site->tied)
+        printf("  tied to s%u: its last address %+" PRId64 " (90%% or more of the accesses)\n",
+               site->tie_site, site->tie_delta);
     } else
       printf("  pattern %s\n", pattern ? pattern : "");
   }

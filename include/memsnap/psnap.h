@@ -48,16 +48,16 @@ typedef struct ms_psnap_expr {
   uint32_t node_count, node_capacity;
   uint32_t *children;
   uint32_t child_count, child_capacity;
-  uint32_t root;    /* a group of repeat 1: the whole sequence (may be empty) */
+  uint32_t root; /* a group of repeat 1: the whole sequence (may be empty) */
   /* The root as written (text, copies). With steps, `root` is another group: the groups
    * with steps unrolled, one run of children per iteration, that cursors walk. */
   uint32_t text_root;
   uint32_t written_nodes; /* nodes [0, written_nodes) are the written expression */
-  int finished;     /* ms_psnap_expr_finish succeeded */
-  uint64_t *length; /* per node: elements in one iteration */
-  int64_t *sum;     /* per node: sum of the values of one iteration (wrapping) */
-  uint32_t depth;   /* deepest nesting of groups, root included */
-  uint64_t total;   /* elements of the whole expression */
+  int finished;           /* ms_psnap_expr_finish succeeded */
+  uint64_t *length;       /* per node: elements in one iteration */
+  int64_t *sum;           /* per node: sum of the values of one iteration (wrapping) */
+  uint32_t depth;         /* deepest nesting of groups, root included */
+  uint64_t total;         /* elements of the whole expression */
   /* Per-value counts per node (ms_psnap_expr_index_values), for seeking in an order. */
   uint32_t *count_start; /* node -> first entry in count_value/count_times; node_count+1 */
   uint32_t *count_value;
@@ -229,6 +229,13 @@ typedef struct ms_psnap_site {
   int64_t top_stride[MS_PSNAP_TOP_STRIDES];
   uint64_t top_stride_times[MS_PSNAP_TOP_STRIDES];
   uint64_t *addresses; /* --lossless: every address, count of them */
+  /* A lossy site tied to another lossy site of its thread (itself untied): in the program
+   * at least 90% of its accesses came right after one of `tie_site`'s, at that address plus
+   * `tie_delta` (the next field of the node a key was read from; the store of count[k]
+   * after its load). Replay gives it that address whenever tie_site has run. */
+  int tied;
+  uint32_t tie_site;
+  int64_t tie_delta;
 } ms_psnap_site;
 
 typedef struct ms_psnap_thread_order {
@@ -287,8 +294,8 @@ typedef struct ms_psnap_options {
   int function_count;
   const char *const *lines; /* ... or at these file:line (file matched by its end) */
   int line_count;
-  int all_objects; /* without functions or lines: keep every object (default: only the
-                      accesses of the program's own executable, if the stream names it) */
+  int all_objects;       /* without functions or lines: keep every object (default: only the
+                            accesses of the program's own executable, if the stream names it) */
   uint32_t order_window; /* order terms searched for loops (bodies of up to half of it);
                             a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
 } ms_psnap_options;

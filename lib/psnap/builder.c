@@ -55,6 +55,11 @@ typedef struct site_state {
   uint64_t *all;
   size_t all_capacity;
   top_strides *tops; /* once the history and the fold are over their caps */
+  /* the most frequent (previous site of the thread, address - its address), by a
+   * majority vote; hits: times it held since it became the candidate */
+  uint32_t tie_site;
+  int64_t tie_delta;
+  uint64_t tie_votes, tie_hits;
 } site_state;
 
 typedef struct transition {
@@ -67,6 +72,7 @@ typedef struct thread_state {
   uint64_t accesses;
   int over;
   uint32_t previous;
+  uint64_t previous_address;
   transition *transitions;
   uint32_t transition_count, transition_capacity; /* capacity: power of two */
 } thread_state;
@@ -296,7 +302,17 @@ static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
   return 0;
 }
 
-static int add_to_order(builder *b, uint16_t thread, uint32_t site) {
+/* A vote for site's tie: the thread's previous access and the distance from it. */
+static void observe_tie(site_state *s, uint32_t previous, int64_t delta) {
+  if (s->tie_votes && s->tie_site == previous && s->tie_delta == delta)
+    s->tie_votes++, s->tie_hits++;
+  else if (s->tie_votes)
+    s->tie_votes--;
+  else
+    s->tie_site = previous, s->tie_delta = delta, s->tie_votes = 1, s->tie_hits = 1;
+}
+
+static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t address) {
   if (thread >= b->thread_count) {
     thread_state *threads = realloc(b->threads, (thread + 1u) * sizeof *threads);
     if (!threads) return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -315,7 +331,10 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site) {
     if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = 0;
   }
   if (rc == 0 && t->over) rc = count_transition(t, t->previous, site);
+  if (t->accesses)
+    observe_tie(&b->sites[site], t->previous, (int64_t)(address - t->previous_address));
   t->previous = site;
+  t->previous_address = address;
   t->accesses++;
   return rc < 0 ? rc : 0;
 }
@@ -385,7 +404,7 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
     uint32_t site = 0;
     int rc = find_site(b, a, &site);
     if (rc == 0) rc = add_address(b, &b->sites[site], a->address);
-    if (rc == 0) rc = add_to_order(b, a->thread, site);
+    if (rc == 0) rc = add_to_order(b, a->thread, site, a->address);
     if (rc < 0) return rc;
   }
   return 0;
@@ -587,6 +606,38 @@ static int finish_order(thread_state *t, ms_psnap_thread_order *out) {
   return rc;
 }
 
+/* Ties between lossy sites (ms_psnap_site.tied): a site is tied when its candidate held
+ * for at least 90% of its accesses and names another lossy site; a chain of them ends at
+ * a site that wants no tie itself (so that an anchor's addresses depend on its own
+ * position only, and replay can still seek). hashtab: a chain's next field after its key (+8);
+ * isort: the store of count[k] after its load (+0). */
+static void tie_sites(builder *b, ms_psnap_profile *p) {
+  uint8_t *wants = calloc(b->site_count ? b->site_count : 1, 1);
+  if (!wants) return; /* ties are a refinement: without memory for them, none */
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    const site_state *s = &b->sites[i];
+    wants[i] = p->sites[i].lossy && !p->sites[i].addresses && s->tie_votes && s->tie_site != i &&
+               s->tie_site < b->site_count && p->sites[s->tie_site].lossy &&
+               !p->sites[s->tie_site].addresses && s->tie_hits * 10 >= s->count * 9;
+  }
+  /* a chain of ties (a store after the load of the next field after the key) ends at the
+   * first site that wants none, the distances added up */
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    if (!wants[i]) continue;
+    uint32_t anchor = b->sites[i].tie_site;
+    uint64_t delta = (uint64_t)b->sites[i].tie_delta;
+    for (int depth = 0; depth < 8 && wants[anchor] && anchor != i; depth++) {
+      delta += (uint64_t)b->sites[anchor].tie_delta;
+      anchor = b->sites[anchor].tie_site;
+    }
+    if (anchor == i || wants[anchor]) continue;
+    p->sites[i].tied = 1;
+    p->sites[i].tie_site = anchor;
+    p->sites[i].tie_delta = (int64_t)delta;
+  }
+  free(wants);
+}
+
 /* Sites are numbered in order of first appearance in the stream. */
 static int builder_end(ms_sink *sink, const ms_stream_info *info) {
   builder *b = (builder *)sink;
@@ -599,6 +650,7 @@ static int builder_end(ms_sink *sink, const ms_stream_info *info) {
   int rc = 0;
   for (uint32_t i = 0; rc == 0 && i < b->site_count; i++)
     rc = finish_site(b, &b->sites[i], &p->sites[i]);
+  if (rc == 0) tie_sites(b, p);
   for (uint32_t t = 0; rc == 0 && t < b->thread_count; t++) {
     if ((rc = finish_order(&b->threads[t], &p->threads[t])) < 0) break;
     p->access_count += b->threads[t].accesses;

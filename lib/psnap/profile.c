@@ -213,6 +213,8 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
     }
     fprintf(out, " other %" PRIu64 "\n", site->count - 1 - kept);
   }
+  if (site->lossy && site->tied)
+    fprintf(out, "  tie s%u %+" PRId64 "\n", site->tie_site, site->tie_delta);
   return 0;
 }
 
@@ -861,6 +863,29 @@ static int read_strides(reader *r, ms_psnap_site *site) {
   return rc;
 }
 
+/* `tie sN +D` of a lossy site: the site it follows and the distance from its address
+ * (checked against the other sites once all are read). */
+static int read_tie(reader *r, ms_psnap_site *site) {
+  uint64_t anchor, magnitude;
+  if (r->p >= r->end || *r->p != 's') return read_error(r, "expected the tied site, sN");
+  r->p++;
+  int rc = read_unsigned(r, 10, &anchor);
+  if (rc < 0) return rc;
+  if (anchor > UINT32_MAX) return read_error(r, "tied site number too large");
+  while (r->p < r->end && *r->p == ' ')
+    r->p++;
+  char sign = r->p < r->end ? *r->p : 0;
+  if (sign != '+' && sign != '-') return read_error(r, "expected a distance with its sign (+8)");
+  r->p++;
+  if ((rc = read_unsigned(r, 10, &magnitude)) < 0) return rc;
+  if (magnitude > (sign == '-' ? (uint64_t)1 << 63 : INT64_MAX))
+    return read_error(r, "distance out of the 64-bit range");
+  site->tied = 1;
+  site->tie_site = (uint32_t)anchor;
+  site->tie_delta = sign == '-' ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+  return read_end(r);
+}
+
 /* sN KIND SIZE xCOUNT [tTHREAD] @FIRST STORAGE [class=C] [at FILE:LINE] [pc=PC]
  * [in FUNCTION], then indented histogram or addresses lines. r is at the site line. */
 static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
@@ -959,13 +984,17 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
         rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
       histograms++;
       if (rc == 0) rc = read_end(r);
-    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides && key_is(r, "strides")) {
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides && !site->tied &&
+               key_is(r, "strides")) {
       strides = 1;
       rc = read_strides(r, site);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied && key_is(r, "tie")) {
+      rc = read_tie(r, site);
     } else if (stored == 2 && !site->addresses && key_is(r, "addresses"))
       rc = read_addresses(r, site);
     else
-      rc = read_error(r, stored == 1   ? (strides ? "nothing follows the strides line"
+      rc = read_error(r, stored == 1   ? (site->tied ? "nothing follows the tie line"
+                                          : strides  ? "only a tie line follows the strides line"
                                           : histograms == MS_PSNAP_SEGMENTS
                                               ? "expected a strides line or the next site"
                                               : "expected a histogram line")
@@ -1170,6 +1199,18 @@ static int parse_text(const char *text, size_t size, const char *name, ms_psnap_
     if (rc == 0 && out->sites[i].thread >= out->thread_count)
       rc = ms_error_set(MS_ERR_FORMAT, "%s:%u: site %u: thread %u but %u threads", name, r.number,
                         i, out->sites[i].thread, out->thread_count);
+  }
+  for (uint32_t i = 0; rc == 0 && i < out->site_count; i++) {
+    const ms_psnap_site *site = &out->sites[i];
+    if (!site->tied) continue;
+    const ms_psnap_site *anchor =
+        site->tie_site < out->site_count ? &out->sites[site->tie_site] : NULL;
+    if (!anchor || site->tie_site == i || !anchor->lossy || anchor->tied ||
+        anchor->thread != site->thread)
+      rc = ms_error_set(MS_ERR_FORMAT,
+                        "%s: site s%u: tied to s%u, which is not another lossy, untied site of "
+                        "its thread",
+                        name, i, site->tie_site);
   }
   uint64_t total = 0;
   for (uint32_t t = 0; rc == 0 && t < out->thread_count; t++) {

@@ -37,6 +37,7 @@ typedef struct replay_site {
   uint64_t stride_left;
   uint64_t histogram_total[MS_PSNAP_SEGMENTS];
   uint64_t walk_address; /* lossy sites with strides: the address at position - 1 */
+  uint64_t last_address; /* lossy sites: the address at position - 1 (for ties) */
 } replay_site;
 
 /* The tables of copy_forward for one body, kept while the body's steps and sites stay the
@@ -161,9 +162,12 @@ static void site_seek(replay *r, uint32_t id, uint64_t position) {
   const ms_psnap_site *site = &r->profile.sites[id];
   rs->position = position;
   rs->stride_left = 0;
-  if (site->lossy && site->stride_count && position % LOSSY_BLOCK)
-    for (uint64_t p = position - position % LOSSY_BLOCK; p < position; p++)
-      lossy_next(site, rs, id, p);
+  /* an untied lossy site's address at position - 1 (its walk's state, its ties' anchor) */
+  if (site->lossy && !site->tied && position > 0) {
+    uint64_t last = position - 1;
+    for (uint64_t p = site->stride_count ? last - last % LOSSY_BLOCK : last; p <= last; p++)
+      rs->last_address = lossy_next(site, rs, id, p);
+  }
   if (site->lossy || site->addresses) return;
   rs->next_address =
       site->first_address + (uint64_t)ms_psnap_cursor_seek(&rs->strides, position, NULL);
@@ -175,7 +179,19 @@ static inline uint64_t site_next(replay *r, uint32_t id) {
   uint64_t position = rs->position++;
   if (site->addresses)
     return position < site->count ? site->addresses[position] : site->addresses[site->count - 1];
-  if (site->lossy) return lossy_next(site, rs, id, position);
+  if (site->lossy) {
+    /* a tied site follows its anchor's last address; before the anchor has run, or with
+     * the anchor left out of the selection, a draw from its histogram (no walk of its own,
+     * so that seeking needs none) */
+    const replay_site *anchor =
+        site->tied && (!r->mask || r->mask[site->tie_site]) ? &r->sites[site->tie_site] : NULL;
+    uint64_t address = !site->tied ? lossy_next(site, rs, id, position)
+                       : anchor && anchor->position
+                           ? anchor->last_address + (uint64_t)site->tie_delta
+                           : lossy_address(site, rs, id, position);
+    rs->last_address = address;
+    return address;
+  }
   uint64_t address = rs->next_address;
   if (rs->stride_left == 0)
     rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);

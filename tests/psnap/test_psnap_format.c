@@ -400,6 +400,80 @@ static void equal_histories_are_not_equal_strides(void **state) {
 }
 
 static void expect_rejected(const char *text, const char *where);
+/* Hash-chain lookups: a node's key is read at a random node (site 0), then its next
+ * field at +8 (site 1), then a store to its key (site 2, through site 1's tie: +0). Sites 1
+ * and 2 are tied to site 0 and replay on its lines; the ties survive the text; a replay
+ * from any access (with or without a selection) is the same as from the start. */
+static void tied_sites_follow_their_anchor(void **state) {
+  (void)state;
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  unsigned x = 3;
+  for (int i = 0; i < 3000; i++) {
+    x = x * 1103515245u + 12345u;
+    uint64_t node = 0x100000 + (uint64_t)((x >> 8) % 4096) * 16;
+    emit(&s, 0, 0, node, 8, MS_LOAD);
+    emit(&s, 1, 0, node + 8, 8, MS_LOAD);
+    emit(&s, 2, 0, node, 8, MS_STORE);
+  }
+  ms_psnap_profile p = build(&s, 0);
+  char *text = to_text(&p);
+  ms_psnap_profile_free(&p);
+  assert_non_null(strstr(text, "  tie s0 +8\n"));
+  assert_non_null(strstr(text, "  tie s0 +0\n"));
+  ms_psnap_profile parsed = parse(text);
+  assert_false(parsed.sites[0].tied);
+  assert_true(parsed.sites[1].tied && parsed.sites[1].tie_site == 0 &&
+              parsed.sites[1].tie_delta == 8);
+  assert_true(parsed.sites[2].tied && parsed.sites[2].tie_site == 0 &&
+              parsed.sites[2].tie_delta == 0);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  uint8_t mask[3] = {0, 1, 1};
+  ms_psnap_profile_free(&parsed);
+  for (int masked = 0; masked < 2; masked++) {
+    ms_psnap_replay_options all = {.site_mask = masked ? mask : NULL};
+    stream whole = replay(text, &all);
+    if (!masked) {
+      assert_int_equal(whole.count, s.count);
+      for (size_t i = 0; i < whole.count; i += 3) {
+        assert_int_equal(whole.accesses[i + 1].address, whole.accesses[i].address + 8);
+        assert_int_equal(whole.accesses[i + 2].address, whole.accesses[i].address);
+      }
+    }
+    const uint64_t starts[] = {1, 2, 64, 65, 191, 192, 193, 4000, 8999};
+    for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+      ms_psnap_replay_options o = {.site_mask = all.site_mask, .from = starts[k], .count = 500};
+      stream part = replay(text, &o);
+      size_t expected = starts[k] >= whole.count ? 0 : whole.count - starts[k];
+      assert_int_equal(part.count, expected < 500 ? expected : 500);
+      for (size_t i = 0; i < part.count; i++)
+        if (part.accesses[i].address != whole.accesses[starts[k] + i].address)
+          fail_msg("masked %d, from %llu: access %zu is 0x%llx, from the start 0x%llx", masked,
+                   (unsigned long long)starts[k], i, (unsigned long long)part.accesses[i].address,
+                   (unsigned long long)whole.accesses[starts[k] + i].address);
+      free(part.accesses);
+    }
+    free(whole.accesses);
+  }
+  expect_rejected("psnap 2\nsites 2\nthreads 1\n"
+                  "s0 load 8 x2 @0x1000 lossy range 0x1000 0x1010 align 8\n"
+                  "  histogram 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  histogram 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+                  "  tie s0 +8\n"
+                  "s1 load 8 x1 @0x2000\n"
+                  "thread 0 accesses 3 order s0 s1 s0\n",
+                  "tied to s0, which is not another lossy, untied site");
+  free(text);
+  free(s.accesses);
+}
+
 
 /* A lossy site whose strides are mostly +8 (80%) and -64 (10%), with jumps: the profile
  * keeps those two strides with their shares, replays them in about those shares (less a
@@ -473,7 +547,7 @@ static void lossy_sites_walk_their_strides(void **state) {
       {" other ", " others ", "t.psnap:"},
       {"  strides +8:", "  strides +8:1 +16:", "add up to"},
       {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"},
-      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "nothing follows the strides line"}};
+      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "only a tie line follows the strides line"}};
   for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
     char *bad = replace(text, edits[e][0], edits[e][1]);
     expect_rejected(bad, edits[e][2]);
@@ -717,6 +791,7 @@ int main(void) {
       cmocka_unit_test(loops_of_the_same_strides_replay_their_own_sites),
       cmocka_unit_test(rows_replay_exactly),
       cmocka_unit_test(equal_histories_are_not_equal_strides),
+      cmocka_unit_test(tied_sites_follow_their_anchor),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(lossy_sites_walk_their_strides),
       cmocka_unit_test(version_1_is_still_read),
