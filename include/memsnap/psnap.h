@@ -220,7 +220,8 @@ typedef struct ms_psnap_site {
   uint64_t low, high; /* address range, inclusive */
   uint64_t alignment; /* every address is first_address + k * alignment */
   /* accesses per 1/32 of the range, in each eighth of the site's accesses */
-  uint64_t histogram[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS];
+  uint64_t (*histogram)[MS_PSNAP_HISTOGRAM_BINS]; /* MS_PSNAP_SEGMENTS rows; lossy sites
+                                                    only (2 KiB each: not for every site) */
   /* its most frequent strides, most frequent first, and how many of its count - 1 strides
    * each stands for (estimated from the strides seen once the site was found irregular);
    * the others, count - 1 minus their sum, are jumps drawn from the histogram. 0 strides:

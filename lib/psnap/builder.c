@@ -28,7 +28,8 @@
  * uniform gather held 16 samples per bin and their noise alone gave 1.06 points of mean
  * L1 hit-rate error on the gather kernel; 65536 brings it under 1 (tests/psnap). The
  * arrays grow with the site's accesses, so small sites stay small. */
-#define RESERVOIR 65536
+#define RESERVOIR 16384
+#define SAMPLE_ALWAYS 1024
 
 /* A lossy site's frequent strides: the space-saving counters of Metwally et al. (each
  * count overestimates by at most its `error`), kept from the point where the site's
@@ -52,6 +53,7 @@ typedef struct site_state {
   ms_fold *fold;
   uint64_t *sample, *sample_position;
   uint32_t sample_count, sample_capacity;
+  uint64_t sampled; /* accesses offered to the sample */
   uint64_t *all;
   size_t all_capacity;
   top_strides *tops; /* once the history and the fold are over their caps */
@@ -73,6 +75,7 @@ typedef struct thread_state {
   int over;
   uint32_t previous;
   uint64_t previous_address;
+  uint32_t first_site; /* of a lossy order */
   transition *transitions;
   uint32_t transition_count, transition_capacity; /* capacity: power of two */
 } thread_state;
@@ -312,6 +315,27 @@ static void observe_tie(site_state *s, uint32_t previous, int64_t delta) {
     s->tie_site = previous, s->tie_delta = delta, s->tie_votes = 1, s->tie_hits = 1;
 }
 
+/* An order over its cap becomes path counts: its stored prefix's transitions now, and the
+ * fold freed (at the default cap a lossy fold held 90 MB of sqlite3's profile until the
+ * end); the following ones as they come. */
+static int prefix_to_paths(thread_state *t) {
+  int rc = ms_fold_finish(t->order);
+  ms_fold_cursor *cursor = NULL;
+  if (rc == 0) rc = ms_fold_cursor_new(t->order, &cursor);
+  int64_t value, previous = -1;
+  while (rc == 0 && ms_fold_cursor_next(cursor, &value)) {
+    if (previous < 0)
+      t->first_site = (uint32_t)value;
+    else
+      rc = count_transition(t, (uint32_t)previous, (uint32_t)value);
+    previous = value;
+  }
+  ms_fold_cursor_free(cursor);
+  ms_fold_free(t->order);
+  t->order = NULL;
+  return rc;
+}
+
 static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t address) {
   if (thread >= b->thread_count) {
     thread_state *threads = realloc(b->threads, (thread + 1u) * sizeof *threads);
@@ -328,7 +352,7 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
   int rc = 0;
   if (!t->over) {
     rc = ms_fold_push(t->order, site);
-    if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = 0;
+    if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = prefix_to_paths(t);
   }
   if (rc == 0 && t->over) rc = count_transition(t, t->previous, site);
   if (t->accesses)
@@ -368,9 +392,17 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
   s->offsets |= address - s->first;
   if (address < s->low) s->low = address;
   if (address > s->high) s->high = address;
+  /* The sample of a site's addresses is for its histograms once it is lossy, which needs
+   * its fold over the cap: before that, only its first SAMPLE_ALWAYS accesses are kept
+   * (a regular site of millions of accesses held 1 MiB of them: sqlite3's profile took
+   * 11x the memory of recording it). */
+  if (s->count >= SAMPLE_ALWAYS && !ms_fold_over_cap(s->fold)) {
+    s->count++;
+    return 0;
+  }
   uint64_t slot = s->sample_count;
   if (slot == s->sample_capacity && slot < RESERVOIR) {
-    uint32_t capacity = s->sample_capacity ? 4 * s->sample_capacity : 16;
+    uint32_t capacity = s->sample_capacity ? 2 * s->sample_capacity : 16;
     uint64_t *sample = realloc(s->sample, capacity * sizeof *sample);
     if (sample) s->sample = sample;
     uint64_t *position = realloc(s->sample_position, capacity * sizeof *position);
@@ -380,13 +412,14 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
   }
   if (slot == RESERVOIR) {
     b->rng = b->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    slot = (b->rng >> 33) % (s->count + 1);
+    slot = (b->rng >> 33) % (s->sampled + 1);
   } else
     s->sample_count++;
   if (slot < RESERVOIR) {
     s->sample[slot] = address;
     s->sample_position[slot] = s->count;
   }
+  s->sampled++;
   s->count++;
   return 0;
 }
@@ -480,8 +513,10 @@ static int same_prefix(const ms_psnap_expr *a, const ms_psnap_expr *b, uint64_t 
   return same;
 }
 
-static void make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
+static int make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
   out->lossy = 1;
+  if (!(out->histogram = calloc(MS_PSNAP_SEGMENTS, sizeof *out->histogram)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
   out->low = s->low;
   out->high = s->high;
   out->alignment = s->offsets ? s->offsets & (~s->offsets + 1) : 1;
@@ -493,12 +528,21 @@ static void make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
     bins[segment][(s->sample[i] - s->low) / width]++;
     per_segment[segment]++;
   }
-  /* scaled to the accesses of each period, so that the numbers read as counts */
+  /* scaled to the accesses of each period, so that the numbers read as counts; a period
+   * without samples (between the first accesses and the fold's cap) takes the whole
+   * sample's histogram */
+  uint64_t all[MS_PSNAP_HISTOGRAM_BINS] = {0}, sampled = 0;
+  for (uint64_t g = 0; g < MS_PSNAP_SEGMENTS; g++) {
+    sampled += per_segment[g];
+    for (int i = 0; i < MS_PSNAP_HISTOGRAM_BINS; i++)
+      all[i] += bins[g][i];
+  }
   for (uint64_t g = 0; g < MS_PSNAP_SEGMENTS; g++) {
     uint64_t accesses = (g + 1) * s->count / MS_PSNAP_SEGMENTS - g * s->count / MS_PSNAP_SEGMENTS;
+    const uint64_t *from = per_segment[g] ? bins[g] : all;
+    uint64_t samples = per_segment[g] ? per_segment[g] : sampled;
     for (int i = 0; i < MS_PSNAP_HISTOGRAM_BINS; i++)
-      out->histogram[g][i] =
-          per_segment[g] ? (bins[g][i] * accesses + per_segment[g] / 2) / per_segment[g] : 0;
+      out->histogram[g][i] = samples ? (from[i] * accesses + samples / 2) / samples : 0;
   }
   top_strides *t = s->tops;
   uint64_t strides = s->count ? s->count - 1 : 0, kept = 0;
@@ -525,6 +569,7 @@ static void make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
     out->addresses = s->all;
     s->all = NULL;
   }
+  return 0;
 }
 
 static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
@@ -561,8 +606,8 @@ static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
       out->pattern = folded;
     else {
       ms_psnap_expr_free(&folded);
-      make_lossy(b, s, out);
-      rc = ms_psnap_expr_finish(&out->pattern, NULL, 0);
+      rc = make_lossy(b, s, out);
+      if (rc == 0) rc = ms_psnap_expr_finish(&out->pattern, NULL, 0);
     }
   }
   return rc;
@@ -573,22 +618,12 @@ static int finish_order(thread_state *t, ms_psnap_thread_order *out) {
   out->accesses = t->accesses;
   ms_psnap_expr_init(&out->order);
   if (!t->over) return fold_to_expr(t->order, &out->order);
-  /* Over the cap: path counts, from the fold's stored prefix and then the table. */
+  /* Over the cap: path counts (prefix_to_paths and the ones after it). The transition
+   * into the first site counted after the prefix comes from the prefix's last site:
+   * count_transition started from t->previous at the overflow point. */
   out->lossy = 1;
-  int rc = ms_fold_finish(t->order);
-  ms_fold_cursor *cursor = NULL;
-  if (rc == 0) rc = ms_fold_cursor_new(t->order, &cursor);
-  int64_t value, previous = -1;
-  while (rc == 0 && ms_fold_cursor_next(cursor, &value)) {
-    if (previous < 0)
-      out->first_site = (uint32_t)value;
-    else
-      rc = count_transition(t, (uint32_t)previous, (uint32_t)value);
-    previous = value;
-  }
-  ms_fold_cursor_free(cursor);
-  /* The transition into the first site counted after the prefix comes from the prefix's
-   * last site: count_transition started from t->previous at the overflow point. */
+  out->first_site = t->first_site;
+  int rc = 0;
   out->transition_from = malloc((t->transition_count + 1) * sizeof *out->transition_from);
   out->transition_to = malloc((t->transition_count + 1) * sizeof *out->transition_to);
   out->transition_times = malloc((t->transition_count + 1) * sizeof *out->transition_times);

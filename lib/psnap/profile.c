@@ -32,6 +32,7 @@ void ms_psnap_profile_free(ms_psnap_profile *profile) {
   for (uint32_t i = 0; i < profile->site_count; i++) {
     ms_psnap_expr_free(&profile->sites[i].pattern);
     free(profile->sites[i].addresses);
+    free(profile->sites[i].histogram);
   }
   free(profile->sites);
   for (uint32_t t = 0; t < profile->thread_count; t++) {
@@ -45,6 +46,12 @@ void ms_psnap_profile_free(ms_psnap_profile *profile) {
   free(profile->selection);
   ms_stream_info_clear(&profile->info);
   memset(profile, 0, sizeof *profile);
+}
+
+static int ensure_histogram(ms_psnap_site *site) {
+  if (!site->histogram && !(site->histogram = calloc(MS_PSNAP_SEGMENTS, sizeof *site->histogram)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  return 0;
 }
 
 /* ---- writing ---- */
@@ -625,6 +632,7 @@ static int read_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
     } else if (key_is(r, "histogram")) {
       if (histograms == MS_PSNAP_SEGMENTS)
         rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
+      if (rc == 0) rc = ensure_histogram(site);
       for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
         rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
       histograms++;
@@ -980,6 +988,7 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     if (stored == 1 && !strides && key_is(r, "histogram")) {
       if (histograms == MS_PSNAP_SEGMENTS)
         rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
+      if (rc == 0) rc = ensure_histogram(site);
       for (int b = 0; rc == 0 && b < MS_PSNAP_HISTOGRAM_BINS; b++)
         rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
       histograms++;

@@ -100,6 +100,7 @@ static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, 
                               uint64_t position) {
   uint64_t segment = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
   if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1;
+  if (!site->histogram) return site->first_address;
   const uint64_t *histogram = site->histogram[segment];
   if (position == 0 || rs->histogram_total[segment] == 0) return site->first_address;
   uint64_t r = mix((uint64_t)id << 40 ^ position);
@@ -818,7 +819,7 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
     r->sites[s].next_address = p->sites[s].first_address;
     for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
       for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
-        r->sites[s].histogram_total[g] += p->sites[s].histogram[g][b];
+        r->sites[s].histogram_total[g] += p->sites[s].histogram ? p->sites[s].histogram[g][b] : 0;
     if (r->mask[s]) r->thread_selected[p->sites[s].thread] += p->sites[s].count;
   }
   uint64_t total = 0;
