@@ -560,7 +560,7 @@ int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values) {
   uint64_t *dense = calloc(values ? values : 1, sizeof *dense);
   uint32_t *touched = malloc((values ? values : 1) * sizeof *touched);
   expr->count_start = calloc(expr->node_count + 1, sizeof *expr->count_start);
-  uint32_t capacity = 0, used = 0;
+  uint32_t capacity = 0, times_capacity = 0, used = 0;
   int rc = 0;
   if (!dense || !touched || !expr->count_start) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (uint32_t i = 0; rc == 0 && i < expr->node_count; i++) {
@@ -587,14 +587,18 @@ int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values) {
                    sizeof *expr->count_value)) < 0)
       break;
     /* never realloc to 0 bytes (an empty root before any value): that may free and
-     * return NULL, read here as out of memory */
+     * return NULL, read here as out of memory; and only when the capacity grew (under
+     * ASan every realloc copies: verify of cg 100 3 took 93 s in it, 0.08 s without) */
     uint32_t capacity2 = capacity ? capacity : 1;
-    uint64_t *times = realloc(expr->count_times, (size_t)capacity2 * sizeof *times);
-    if (!times) {
-      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-      break;
+    if (capacity2 != times_capacity) {
+      uint64_t *times = realloc(expr->count_times, (size_t)capacity2 * sizeof *times);
+      if (!times) {
+        rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+        break;
+      }
+      expr->count_times = times;
+      times_capacity = capacity2;
     }
-    expr->count_times = times;
     for (uint32_t k = 0; k < touched_count; k++) {
       expr->count_value[used] = touched[k];
       expr->count_times[used++] = dense[touched[k]];
