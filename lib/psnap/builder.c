@@ -5,13 +5,17 @@
  * Per site, while the stream runs: its count, first and last address, its stride history
  * (section II-B of psnap-mills-snavely-carrington.txt), the exact fold of its strides
  * (memsnap/fold.h) up to a cap on the fold's terms, its address range and alignment, a
- * reservoir sample of its addresses (for the histogram of a lossy site) and, with
- * --lossless, every address. Per thread: the fold of its site numbers (the order), and
- * once that fold is over its cap, the counts of each site-to-site transition (PSnAP's
- * path counts, section III) from the stored prefix on.
+ * reservoir sample of its addresses (its first 1024, then only once its fold is over the
+ * cap: for the histogram of a lossy site), the most frequent (previous site, distance)
+ * pair (for a tie) and, with --lossless, every address. Per thread: the fold of its site
+ * numbers (the order, over a window of --order-window terms), and once that fold is over
+ * its cap, the counts of each site-to-site transition (PSnAP's path counts, section III),
+ * the stored prefix's counted at that moment and the fold freed.
  * At the end, per site: the decoded history gives the class; its pattern is kept when
  * it reproduces the exact strides of the fold; else the fold's expression is the pattern;
- * a site whose fold is over its cap is lossy.
+ * a site whose fold is over its cap is lossy (a matching stride history proves nothing:
+ * equal histories are not equal sequences), and tied to another lossy site when at
+ * least 90% of its accesses followed that site's at one distance (tie_sites).
  * Cost per access: a hash lookup (one-entry cache in front), a history update (a scan of
  * the unique strides, first entry matching most often) and two fold pushes (O(1) when the
  * fold's prediction holds).

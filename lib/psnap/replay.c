@@ -5,7 +5,9 @@
  * gives its next address: exact sites step through their stride pattern (read
  * cyclically), lossless sites read their stored addresses, lossy sites draw from their
  * histogram with a hash of (site, position), so that a lossy access depends on its
- * position only and replays identically from any starting point. A lossy order is a
+ * position only and replays identically from any starting point; a tied lossy site takes
+ * its anchor's last address plus its distance (the anchor is untied, so this too depends
+ * on positions only). A lossy order is a
  * walk over its path counts (each transition used as often as counted; when the current
  * site has none left, the walk resumes from the first transition with some left).
  * Selection (a mask of sites) keeps program order among the selected sites. Seeking to
