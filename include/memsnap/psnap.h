@@ -206,6 +206,8 @@ void ms_stride_decoding_free(ms_stride_decoding *decoding);
 #define MS_PSNAP_HISTOGRAM_BINS 32
 #define MS_PSNAP_SEGMENTS 8     /* a lossy site's accesses in 8 periods, one histogram each */
 #define MS_PSNAP_TOP_STRIDES 16 /* a lossy site's most frequent strides kept */
+#define MS_PSNAP_REUSE_BINS 12  /* a lossy site's reuse times: 1, 2-3, ... 2048-4095 */
+#define MS_PSNAP_REUSE_SIZES 3  /* ... of blocks of 32, 64 and 128 bytes */
 
 typedef struct ms_psnap_site {
   uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
@@ -230,6 +232,15 @@ typedef struct ms_psnap_site {
   int64_t top_stride[MS_PSNAP_TOP_STRIDES];
   uint64_t top_stride_times[MS_PSNAP_TOP_STRIDES];
   uint64_t *addresses; /* --lossless: every address, count of them */
+  /* Its temporal locality: of `reuse_accesses` accesses measured once the site proved
+   * irregular, how many touched a 32-byte block the site itself had last touched 2^b to
+   * 2^(b+1) - 1 of its accesses before (reuse[0][b]); of the others, how many the other
+   * half of such a 64-byte line (reuse[1][b]), and the other half of such a 128-byte line
+   * (reuse[2][b]): the reuse a cache of each line size in the catalog sees. The rest:
+   * lines of 128 bytes not touched in its last 4095 accesses. Replay takes its addresses
+   * from its own recent ones with these odds. 0: none measured. */
+  uint64_t reuse_accesses;
+  uint64_t reuse[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
   /* A lossy site tied to another lossy site of its thread (itself untied): in the program
    * at least 90% of its accesses came right after one of `tie_site`'s, at that address plus
    * `tie_delta` (the next field of the node a key was read from; the store of count[k]

@@ -6,27 +6,33 @@
  * (section II-B of psnap-mills-snavely-carrington.txt), the exact fold of its strides
  * (memsnap/fold.h) up to a cap on the fold's terms, its address range and alignment, a
  * reservoir sample of its addresses (its first 1024, then only once its fold is over the
- * cap: for the histogram of a lossy site), the most frequent (previous site, distance)
- * pair (for a tie) and, with --lossless, every address. Per thread: the fold of its site
+ * cap: for the histogram of a lossy site), once over the cap its frequent strides and
+ * the reuse times of its blocks (reuse_add), the anchor and distance its accesses most
+ * often follow (for a tie: the previous access of the thread, or the latest one to the
+ * same address) and, with --lossless, every address. Per thread: the fold of its site
  * numbers (the order, over a window of --order-window terms), and once that fold is over
  * its cap, the counts of each site-to-site transition (PSnAP's path counts, section III),
  * the stored prefix's counted at that moment and the fold freed.
  * At the end, per site: the decoded history gives the class; its pattern is kept when
  * it reproduces the exact strides of the fold; else the fold's expression is the pattern;
  * a site whose fold is over its cap is lossy (a matching stride history proves nothing:
- * equal histories are not equal sequences), and tied to another lossy site when at
- * least 90% of its accesses followed that site's at one distance (tie_sites).
+ * equal histories are not equal sequences), keeps its reuse odds when replaying its last
+ * accesses with them comes closer to the program's reuse than without (make_lossy), and
+ * is tied to another lossy site when at least 90% of its accesses were at that site's
+ * latest address plus one distance (tie_sites).
  * Cost per access: a hash lookup (one-entry cache in front), a history update (a scan of
  * the unique strides, first entry matching most often) and two fold pushes (O(1) when the
  * fold's prediction holds).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
 #include "memsnap/psnap.h"
+#include "replay_internal.h"
 
 /* Reservoir samples per site for lossy histograms: with 4096, the 8 x 32 histograms of a
  * uniform gather held 16 samples per bin and their noise alone gave 1.06 points of mean
@@ -48,6 +54,21 @@ typedef struct top_strides {
   uint64_t tracked; /* strides counted */
 } top_strides;
 
+/* An irregular site's recent 128-byte lines: 512 sets of 8, the least recent of a set
+ * replaced, so that the lines of its last 4095 accesses are nearly all there (96 KiB
+ * per irregular site). Line + 1 (0: empty) and, per 32-byte quarter, the site's access
+ * number that touched it last, plus one (0: never). */
+#define REUSE_SETS 512
+#define REUSE_WAYS 8
+#define REUSE_TIMES 4096 /* reuse times measured: 1 to 4095 */
+#define JUDGE_ACCESSES 16384 /* a lossy site's models are judged on its last accesses */
+#define REUSE_BETTER 0.01    /* the reuse odds kept when they close the gap by this much */
+typedef struct reuse_lines {
+  uint64_t line[REUSE_SETS * REUSE_WAYS];
+  uint32_t when[REUSE_SETS * REUSE_WAYS][4]; /* modulo 2^32: times under 2^12 */
+  uint64_t accesses, bins[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
+} reuse_lines;
+
 typedef struct site_state {
   uint64_t key;
   uint32_t trace_site;
@@ -61,7 +82,8 @@ typedef struct site_state {
   uint64_t sampled; /* accesses offered to the sample */
   uint64_t *all;
   size_t all_capacity;
-  top_strides *tops; /* once the history and the fold are over their caps */
+  top_strides *tops;  /* once the history and the fold are over their caps */
+  reuse_lines *reuse; /* from the same point on */
   /* the most frequent (previous site of the thread, address - its address), by a
    * majority vote; hits: times it held since it became the candidate */
   uint32_t tie_site;
@@ -74,8 +96,18 @@ typedef struct transition {
   uint64_t times;
 } transition;
 
+/* The latest access of a thread to an address, by a hash of the address (direct mapped):
+ * the address + 1 (0: empty) and its site. */
+#define SEEN_SLOTS 4096
+#define NONE_SITE UINT32_MAX
+typedef struct seen_access {
+  uint64_t address;
+  uint32_t site;
+} seen_access;
+
 typedef struct thread_state {
   ms_fold *order;
+  seen_access *seen;
   uint64_t accesses;
   int over;
   uint32_t previous;
@@ -101,6 +133,8 @@ typedef struct builder {
   uint64_t rng;
   ms_psnap_profile result;
   int finished;
+  uint64_t *scratch_addresses; /* model_reuse's */
+  reuse_lines *scratch_reuse;
 } builder;
 
 void ms_psnap_options_default(ms_psnap_options *options) {
@@ -249,6 +283,89 @@ static int is_selected(builder *b, const ms_stream_info *info, uint32_t trace_si
   return ms_psnap_filter_keeps(b->filter, info->sites, trace_site);
 }
 
+/* The most recent of n quarters' times from `first` (0: none), modulo 2^32. */
+static uint32_t latest(const uint32_t *when, unsigned first, unsigned n) {
+  uint32_t best = 0;
+  for (unsigned i = first; i < first + n; i++)
+    if (when[i] && (!best || (int32_t)(when[i] - best) > 0)) best = when[i];
+  return best;
+}
+
+/* The reuse of an access at the site's access number `now` (from 1): how many of its own
+ * accesses ago it last touched the access's 32-byte block, else the other half of its
+ * 64-byte line, else the other half of its 128-byte line, in powers of two below
+ * REUSE_TIMES. */
+static void reuse_add(reuse_lines *r, uint32_t now, uint64_t address) {
+  uint64_t line = address >> 7;
+  uint32_t set = (uint32_t)((line * 0x9e3779b97f4a7c15ULL) >> 40) & (REUSE_SETS - 1);
+  uint64_t *lines = &r->line[set * REUSE_WAYS];
+  uint32_t(*when)[4] = &r->when[set * REUSE_WAYS];
+  uint32_t way = 0, oldest = 0, oldest_age = 0;
+  for (; way < REUSE_WAYS && lines[way] != line + 1; way++) {
+    uint32_t age = lines[way] ? now - latest(when[way], 0, 4) : UINT32_MAX;
+    if (age >= oldest_age) oldest = way, oldest_age = age;
+  }
+  unsigned quarter = (unsigned)(address >> 5) & 3, half = quarter & 2;
+  r->accesses++;
+  if (way < REUSE_WAYS) {
+    const uint32_t *w = when[way];
+    uint32_t times[3] = {w[quarter], latest(w, half, 2), latest(w, 0, 4)};
+    for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++)
+      if (times[size] && now - times[size] < REUSE_TIMES) {
+        r->bins[size][31 - __builtin_clz(now - times[size])]++;
+        break;
+      }
+  } else {
+    way = oldest;
+    lines[way] = line + 1;
+    memset(when[way], 0, sizeof when[way]);
+  }
+  when[way][quarter] = now;
+}
+
+static int count_reuse(site_state *s, uint64_t address) {
+  if (!s->reuse && !(s->reuse = calloc(1, sizeof *s->reuse)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  reuse_add(s->reuse, (uint32_t)s->count + 1, address);
+  return 0;
+}
+
+/* How far a model's reuse is from the program's: the largest difference, over the line
+ * sizes s and the times 2^b, of the shares of accesses that touched again a block of at
+ * most s bytes within fewer than 2^(b+1) of the site's accesses (what a cache of s-byte
+ * lines holding about that many of the site's lines turns into hits). */
+static double reuse_gap(const uint64_t (*p)[MS_PSNAP_REUSE_BINS], uint64_t p_accesses,
+                        const uint64_t (*q)[MS_PSNAP_REUSE_BINS], uint64_t q_accesses) {
+  double gap = 0;
+  for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++)
+    for (int b = 0; b < MS_PSNAP_REUSE_BINS; b++) {
+      uint64_t pc = 0, qc = 0;
+      for (int s2 = 0; s2 <= size; s2++)
+        for (int b2 = 0; b2 <= b; b2++)
+          pc += p[s2][b2], qc += q[s2][b2];
+      double d = (double)pc / (double)p_accesses - (double)qc / (double)q_accesses;
+      if (fabs(d) > gap) gap = fabs(d);
+    }
+  return gap;
+}
+
+/* The reuse of replay's addresses for lossy site `site` over its last `n` accesses. */
+static int model_reuse(builder *b, const ms_psnap_site *site, const reuse_lines *program,
+                       uint64_t n, double *gap) {
+  if (!b->scratch_addresses && !(b->scratch_addresses = malloc(JUDGE_ACCESSES * sizeof(uint64_t))))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!b->scratch_reuse && !(b->scratch_reuse = malloc(sizeof *b->scratch_reuse)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int rc = ms_psnap_lossy_addresses(site, 0, site->count - n, n, b->scratch_addresses);
+  if (rc < 0) return rc;
+  reuse_lines *r = b->scratch_reuse;
+  memset(r, 0, sizeof *r);
+  for (uint64_t i = 0; i < n; i++)
+    reuse_add(r, (uint32_t)i + 1, b->scratch_addresses[i]);
+  *gap = reuse_gap(program->bins, program->accesses, r->bins, r->accesses);
+  return 0;
+}
+
 static int count_stride(site_state *s, int64_t stride) {
   top_strides *t = s->tops;
   if (!t && !(t = s->tops = calloc(1, sizeof *t)))
@@ -310,19 +427,31 @@ static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
   return 0;
 }
 
-/* A vote for site's tie: the thread's previous access and the distance from it. */
-static void observe_tie(site_state *s, uint32_t previous, int64_t delta) {
-  if (s->tie_votes && s->tie_site == previous && s->tie_delta == delta)
-    s->tie_votes++, s->tie_hits++;
-  else if (s->tie_votes)
-    s->tie_votes--;
+/* A vote for site `self`'s tie. The candidate holds when the access is at its anchor's
+ * latest address plus its distance, which is what replay gives a tied site; when the
+ * votes run out, the next candidate is the latest access of the thread to the same address
+ * (`same`, NONE if not remembered): sort's store that puts back the byte it had cut off a
+ * line thousands of accesses before; else the thread's previous access (the next field
+ * of the node a key was read from). */
+static void observe_tie(builder *b, uint32_t self, uint64_t address, const thread_state *t,
+                        uint32_t same) {
+  site_state *s = &b->sites[self];
+  if (s->tie_votes) {
+    if (address == b->sites[s->tie_site].last + (uint64_t)s->tie_delta) {
+      s->tie_votes++, s->tie_hits++;
+      return;
+    }
+    if (--s->tie_votes) return;
+  }
+  if (same != NONE_SITE && same != self)
+    s->tie_site = same, s->tie_delta = 0;
+  else if (t->previous != self)
+    s->tie_site = t->previous, s->tie_delta = (int64_t)(address - t->previous_address);
   else
-    s->tie_site = previous, s->tie_delta = delta, s->tie_votes = 1, s->tie_hits = 1;
+    return;
+  s->tie_votes = 1, s->tie_hits = 1;
 }
 
-/* An order over its cap becomes path counts: its stored prefix's transitions now, and the
- * fold freed (at the default cap a lossy fold held 90 MB of sqlite3's profile until the
- * end); the following ones as they come. */
 static int prefix_to_paths(thread_state *t) {
   int rc = ms_fold_finish(t->order);
   ms_fold_cursor *cursor = NULL;
@@ -360,8 +489,13 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
     if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = prefix_to_paths(t);
   }
   if (rc == 0 && t->over) rc = count_transition(t, t->previous, site);
+  if (!t->seen && !(t->seen = calloc(SEEN_SLOTS, sizeof *t->seen)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  seen_access *seen = &t->seen[hash64(address) & (SEEN_SLOTS - 1)];
   if (t->accesses)
-    observe_tie(&b->sites[site], t->previous, (int64_t)(address - t->previous_address));
+    observe_tie(b, site, address, t, seen->address == address + 1 ? seen->site : NONE_SITE);
+  seen->address = address + 1;
+  seen->site = site;
   t->previous = site;
   t->previous_address = address;
   t->accesses++;
@@ -391,6 +525,7 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
     }
     if (rc == 0 && s->history.overflowed && (s->tops || ms_fold_over_cap(s->fold)))
       rc = count_stride(s, stride);
+    if (rc == 0 && s->tops) rc = count_reuse(s, address);
     if (rc < 0) return rc;
   }
   s->last = address;
@@ -570,6 +705,21 @@ static int make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
     out->top_stride_times[out->stride_count++] = times;
     kept += times;
   }
+  if (s->reuse && s->reuse->accesses) {
+    /* Replay's reuse odds are kept only where they bring its reuse closer to the
+     * program's than the walk alone: a gather over an array the walk's draws cover
+     * uniformly reuses as the program did without them, and with them 1.2 points off
+     * its L1 hit rates (0.4 without). */
+    out->reuse_accesses = s->reuse->accesses;
+    memcpy(out->reuse, s->reuse->bins, sizeof out->reuse);
+    uint64_t n = s->reuse->accesses < JUDGE_ACCESSES ? s->reuse->accesses : JUDGE_ACCESSES;
+    double with_reuse, walk_only;
+    int rc = model_reuse(b, out, s->reuse, n, &with_reuse);
+    if (rc < 0) return rc;
+    out->reuse_accesses = 0;
+    if ((rc = model_reuse(b, out, s->reuse, n, &walk_only)) < 0) return rc;
+    if (with_reuse + REUSE_BETTER < walk_only) out->reuse_accesses = s->reuse->accesses;
+  }
   if (b->options.lossless) {
     out->addresses = s->all;
     s->all = NULL;
@@ -672,6 +822,7 @@ static void tie_sites(builder *b, ms_psnap_profile *p) {
     }
     if (anchor == i || wants[anchor]) continue;
     p->sites[i].tied = 1;
+    p->sites[i].reuse_accesses = 0; /* it follows its anchor's reuse */
     p->sites[i].tie_site = anchor;
     p->sites[i].tie_delta = (int64_t)delta;
   }
@@ -739,14 +890,18 @@ static void builder_destroy(ms_sink *sink) {
     free(b->sites[i].sample_position);
     free(b->sites[i].all);
     free(b->sites[i].tops);
+    free(b->sites[i].reuse);
   }
   for (uint32_t t = 0; t < b->thread_count; t++) {
     ms_fold_free(b->threads[t].order);
+    free(b->threads[t].seen);
     free(b->threads[t].transitions);
   }
   free(b->sites);
   free(b->table);
   free(b->threads);
+  free(b->scratch_addresses);
+  free(b->scratch_reuse);
   ms_psnap_filter_free(b->filter);
   ms_psnap_profile_free(&b->result);
   free(b);

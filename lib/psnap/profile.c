@@ -220,6 +220,16 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
     }
     fprintf(out, " other %" PRIu64 "\n", site->count - 1 - kept);
   }
+  if (site->lossy && site->reuse_accesses) {
+    static const char *const sizes[] = {"32:", "64:", "128:"};
+    fprintf(out, "  reuse %" PRIu64, site->reuse_accesses);
+    for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++) {
+      fprintf(out, " %s", sizes[size]);
+      for (int b = 0; b < MS_PSNAP_REUSE_BINS; b++)
+        fprintf(out, " %" PRIu64, site->reuse[size][b]);
+    }
+    fputc('\n', out);
+  }
   if (site->lossy && site->tied)
     fprintf(out, "  tie s%u %+" PRId64 "\n", site->tie_site, site->tie_delta);
   return 0;
@@ -871,6 +881,29 @@ static int read_strides(reader *r, ms_psnap_site *site) {
   return rc;
 }
 
+/* `reuse A 32: N0 ... N11 64: ... 128: ...` of a lossy site: A accesses measured; of
+ * them, Nb to a block of that size last touched 2^b to 2^(b+1) - 1 accesses before (not
+ * counted again at a larger size). */
+static int read_reuse(reader *r, ms_psnap_site *site) {
+  static const char *const sizes[] = {"32:", "64:", "128:"};
+  uint64_t accesses, sum = 0;
+  int rc = read_unsigned(r, 10, &accesses);
+  if (rc < 0) return rc;
+  if (accesses == 0) return read_error(r, "reuse: 0 accesses measured");
+  for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++) {
+    if (!key_is(r, sizes[size])) return read_error(r, "reuse: expected '%s'", sizes[size]);
+    for (int b = 0; b < MS_PSNAP_REUSE_BINS; b++) {
+      if ((rc = read_unsigned(r, 10, &site->reuse[size][b])) < 0) return rc;
+      if (__builtin_add_overflow(sum, site->reuse[size][b], &sum))
+        return read_error(r, "counts overflow");
+    }
+  }
+  if (sum > accesses)
+    return read_error(r, "reuse: %" PRIu64 " reuses of %" PRIu64 " accesses", sum, accesses);
+  site->reuse_accesses = accesses;
+  return read_end(r);
+}
+
 /* `tie sN +D` of a lossy site: the site it follows and the distance from its address
  * (checked against the other sites once all are read). */
 static int read_tie(reader *r, ms_psnap_site *site) {
@@ -985,7 +1018,7 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   /* indented continuation lines */
   while (rc == 0 && next_line(r)) {
     if (r->p == r->line) break;
-    if (stored == 1 && !strides && key_is(r, "histogram")) {
+    if (stored == 1 && !strides && !site->reuse_accesses && !site->tied && key_is(r, "histogram")) {
       if (histograms == MS_PSNAP_SEGMENTS)
         rc = read_error(r, "more than %d histogram lines", MS_PSNAP_SEGMENTS);
       if (rc == 0) rc = ensure_histogram(site);
@@ -993,20 +1026,25 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
         rc = read_unsigned(r, 10, &site->histogram[histograms][b]);
       histograms++;
       if (rc == 0) rc = read_end(r);
-    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides && !site->tied &&
-               key_is(r, "strides")) {
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides &&
+               !site->reuse_accesses && !site->tied && key_is(r, "strides")) {
       strides = 1;
       rc = read_strides(r, site);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->reuse_accesses &&
+               !site->tied && key_is(r, "reuse")) {
+      rc = read_reuse(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied && key_is(r, "tie")) {
       rc = read_tie(r, site);
     } else if (stored == 2 && !site->addresses && key_is(r, "addresses"))
       rc = read_addresses(r, site);
     else
-      rc = read_error(r, stored == 1   ? (site->tied ? "nothing follows the tie line"
-                                          : strides  ? "only a tie line follows the strides line"
-                                          : histograms == MS_PSNAP_SEGMENTS
-                                              ? "expected a strides line or the next site"
-                                              : "expected a histogram line")
+      rc = read_error(r, stored == 1
+                             ? (site->tied             ? "nothing follows the tie line"
+                                : site->reuse_accesses ? "only a tie line follows the reuse line"
+                                : strides ? "only reuse and tie lines follow the strides line"
+                                : histograms == MS_PSNAP_SEGMENTS
+                                    ? "expected a strides line or the next site"
+                                    : "expected a histogram line")
                          : stored == 2 ? "expected one addresses line"
                                        : "an exact site has no indented lines");
   }

@@ -547,7 +547,7 @@ static void lossy_sites_walk_their_strides(void **state) {
       {" other ", " others ", "t.psnap:"},
       {"  strides +8:", "  strides +8:1 +16:", "add up to"},
       {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"},
-      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "only a tie line follows the strides line"}};
+      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "only reuse and tie lines follow the strides line"}};
   for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
     char *bad = replace(text, edits[e][0], edits[e][1]);
     expect_rejected(bad, edits[e][2]);
@@ -558,6 +558,123 @@ static void lossy_sites_walk_their_strides(void **state) {
   free(whole.accesses);
   free(text);
   free(s.accesses);
+}
+
+/* A store that puts back what a load took from the same address, many accesses later (sort
+ * restores the byte it cut off a line after comparing): tied to the load, across the
+ * accesses in between, and replayed at the load's address. */
+static void ties_reach_back_to_the_same_address(void **state) {
+  (void)state;
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  unsigned x = 5;
+  for (int i = 0; i < 2000; i++) {
+    x = x * 1103515245u + 12345u;
+    uint64_t cut = 0x400000 + (uint64_t)((x >> 8) % 100000);
+    emit(&s, 0, 0, cut, 1, MS_LOAD);
+    for (int k = 0; k < 40; k++)
+      emit(&s, 1, 0, 0x100000 + (uint64_t)k * 8, 8, MS_LOAD);
+    emit(&s, 2, 0, cut, 1, MS_STORE);
+  }
+  ms_psnap_profile p = build(&s, 0);
+  char *text = to_text(&p);
+  ms_psnap_profile_free(&p);
+  assert_non_null(strstr(text, "  tie s0 +0\n"));
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  assert_int_equal(whole.count, s.count);
+  for (size_t i = 0; i < whole.count; i += 42)
+    assert_int_equal(whole.accesses[i + 41].address, whole.accesses[i].address);
+  free(whole.accesses);
+  free(text);
+  free(s.accesses);
+}
+
+/* The share of accesses of `s` whose 64-byte line was touched in its previous `window`. */
+static double line_reuse(const stream *s, size_t window) {
+  size_t reused = 0;
+  for (size_t i = 0; i < s->count; i++)
+    for (size_t k = 1; k <= window && k <= i; k++)
+      if (s->accesses[i - k].address >> 6 == s->accesses[i].address >> 6) {
+        reused++;
+        break;
+      }
+  return (double)reused / (double)s->count;
+}
+
+/* A site that half the time goes back to one of its last 32 addresses and otherwise draws
+ * from 1 MiB: its walk alone reuses lines at random (0.2% within 64 accesses), so the
+ * profile keeps its reuse odds, and replay reuses as the program did; a gather over the
+ * same range reuses lines no more than its draws do, and keeps none. */
+static void lossy_sites_reuse_their_lines(void **state) {
+  (void)state;
+  enum { N = 40000 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0}, gather = s;
+  gather.accesses = calloc(MAX_ACCESSES, sizeof(ms_access));
+  uint64_t recent[32] = {0}, x = 17;
+  for (int i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t a = i >= 32 && (x >> 63) ? recent[(x >> 40) % 32]
+                                      : 0x1000000 + (x >> 20) % (1 << 17) * 8;
+    recent[i % 32] = a;
+    emit(&s, 0, 0, a, 8, MS_LOAD);
+    emit(&gather, 0, 0, 0x1000000 + (x >> 11) % (1 << 17) * 8, 8, MS_LOAD);
+  }
+  ms_psnap_profile built = build(&s, 0), plain = build(&gather, 0);
+  assert_true(built.sites[0].lossy && built.sites[0].reuse_accesses > 0);
+  assert_true(plain.sites[0].lossy && plain.sites[0].reuse_accesses == 0);
+  ms_psnap_profile_free(&plain);
+  char *text = to_text(&built);
+  ms_psnap_profile_free(&built);
+  assert_non_null(strstr(text, "\n  reuse "));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_profile_free(&parsed);
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  assert_int_equal(whole.count, N);
+  /* without the reuse line: the walk alone */
+  const char *line = strstr(text, "\n  reuse ") + 1;
+  const char *line_end = strchr(line, '\n') + 1;
+  char *without = malloc(strlen(text) + 1);
+  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  stream walk = replay(without, &all);
+  double program = line_reuse(&s, 64), replayed = line_reuse(&whole, 64),
+         walked = line_reuse(&walk, 64);
+  print_message("lines touched again within 64 accesses: program %.3f, replay %.3f, without "
+                "reuse odds %.3f\n",
+                program, replayed, walked);
+  assert_true(fabs(replayed - program) < 0.05);
+  assert_true(program - walked > 0.3);
+  const uint64_t starts[] = {1, 4095, 4096, 16383, 16384, 20000, 39990};
+  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+    ms_psnap_replay_options o = {.from = starts[k], .count = 500};
+    stream part = replay(text, &o);
+    for (size_t i = 0; i < part.count; i++)
+      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
+    free(part.accesses);
+  }
+  static const char *const edits[][3] = {
+      {"\n  reuse ", "\n  reuse 0 0 ", "reuse: 0 accesses measured"},
+      {" 64: ", " 32: ", "reuse: expected '64:'"},
+      {"\n  reuse ", "\n  strides other 0\n  reuse ", "t.psnap:"}};
+  for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+    char *bad = replace(text, edits[e][0], edits[e][1]);
+    expect_rejected(bad, edits[e][2]);
+    free(bad);
+  }
+  char *bad = malloc(strlen(text) + 200);
+  sprintf(bad, "%.*s  reuse 1 32: 1 1 0 0 0 0 0 0 0 0 0 0 64: 0 0 0 0 0 0 0 0 0 0 0 0 128: 0 0 0 "
+          "0 0 0 0 0 0 0 0 0\n%s", (int)(line - text), text, line_end);
+  expect_rejected(bad, "reuse: 2 reuses of 1 accesses");
+  free(bad);
+  free(without);
+  free(walk.accesses);
+  free(whole.accesses);
+  free(text);
+  free(s.accesses);
+  free(gather.accesses);
 }
 
 static void expect_rejected(const char *text, const char *where) {
@@ -792,6 +909,8 @@ int main(void) {
       cmocka_unit_test(rows_replay_exactly),
       cmocka_unit_test(equal_histories_are_not_equal_strides),
       cmocka_unit_test(tied_sites_follow_their_anchor),
+      cmocka_unit_test(ties_reach_back_to_the_same_address),
+      cmocka_unit_test(lossy_sites_reuse_their_lines),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(lossy_sites_walk_their_strides),
       cmocka_unit_test(version_1_is_still_read),

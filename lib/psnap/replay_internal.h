@@ -1,0 +1,15 @@
+/* Between the profile builder and replay, inside lib/psnap: the builder judges the models of
+ * a lossy site by the addresses replay would give it. */
+#ifndef MEMSNAP_PSNAP_REPLAY_INTERNAL_H
+#define MEMSNAP_PSNAP_REPLAY_INTERNAL_H
+
+#include <stdint.h>
+
+#include "memsnap/psnap.h"
+
+/* The addresses replay gives untied lossy site `site` (as site number `id`) at its access
+ * numbers from `from` to from + n - 1, into `out`. 0, or MS_ERR_NOMEM. */
+int ms_psnap_lossy_addresses(const ms_psnap_site *site, uint32_t id, uint64_t from, uint64_t n,
+                             uint64_t *out);
+
+#endif
