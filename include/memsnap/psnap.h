@@ -238,9 +238,12 @@ typedef struct ms_psnap_site {
    * half of such a 64-byte line (reuse[1][b]), and the other half of such a 128-byte line
    * (reuse[2][b]): the reuse a cache of each line size in the catalog sees. The rest:
    * lines of 128 bytes not touched in its last 4095 accesses. Replay takes its addresses
-   * from its own recent ones with these odds. 0: none measured. */
+   * from its own recent ones with these odds, before it walks (reuse_at_jumps 0: the odds
+   * of all its accesses) or when its walk jumps (1: the odds of its accesses that were
+   * not at one of its frequent strides). 0: none kept. */
   uint64_t reuse_accesses;
   uint64_t reuse[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
+  int reuse_at_jumps;
   /* A lossy site tied to another lossy site of its thread (itself untied): in the program
    * at least 90% of its accesses came right after one of `tie_site`'s, at that address plus
    * `tie_delta` (the next field of the node a key was read from; the store of count[k]

@@ -222,7 +222,7 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
   }
   if (site->lossy && site->reuse_accesses) {
     static const char *const sizes[] = {"32:", "64:", "128:"};
-    fprintf(out, "  reuse %" PRIu64, site->reuse_accesses);
+    fprintf(out, "  reuse %s%" PRIu64, site->reuse_at_jumps ? "jumps " : "", site->reuse_accesses);
     for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++) {
       fprintf(out, " %s", sizes[size]);
       for (int b = 0; b < MS_PSNAP_REUSE_BINS; b++)
@@ -881,12 +881,13 @@ static int read_strides(reader *r, ms_psnap_site *site) {
   return rc;
 }
 
-/* `reuse A 32: N0 ... N11 64: ... 128: ...` of a lossy site: A accesses measured; of
- * them, Nb to a block of that size last touched 2^b to 2^(b+1) - 1 accesses before (not
- * counted again at a larger size). */
+/* `reuse [jumps] A 32: N0 ... N11 64: ... 128: ...` of a lossy site: A accesses measured
+ * (its jumps only, with `jumps`); of them, Nb to a block of that size last touched 2^b to
+ * 2^(b+1) - 1 accesses before (not counted again at a larger size). */
 static int read_reuse(reader *r, ms_psnap_site *site) {
   static const char *const sizes[] = {"32:", "64:", "128:"};
   uint64_t accesses, sum = 0;
+  site->reuse_at_jumps = key_is(r, "jumps");
   int rc = read_unsigned(r, 10, &accesses);
   if (rc < 0) return rc;
   if (accesses == 0) return read_error(r, "reuse: 0 accesses measured");

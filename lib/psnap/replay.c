@@ -146,12 +146,12 @@ static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, 
  * rates several points too low. */
 #define LOSSY_BLOCK 64
 
-/* A lossy site with reuse odds takes, with those odds, the address of one of its own
- * accesses 2^b to 2^(b+1) - 1 before (a line it touched again in the program), else its
- * walk or a fresh draw; the previous access's line (b = 0) only without strides, which
- * walk to it already. The recent addresses restart every REUSE_BLOCK accesses, so that a
- * replay started anywhere steps at most that many times per site to rebuild them; a reuse
- * that would reach before the block's start is not taken. */
+/* A lossy site with reuse odds, at each jump of its walk (every access without strides),
+ * takes with those odds the address of one of its own accesses 2^b to 2^(b+1) - 1 before
+ * (a line it touched again in the program at such a jump), else a fresh draw. The recent
+ * addresses restart every REUSE_BLOCK accesses, and so does the walk, so that a replay
+ * started anywhere steps at most that many times per site to rebuild them; a reuse that
+ * would reach before the block's start is not taken. */
 #define REUSE_RING 4096
 #define REUSE_BLOCK 16384
 #define RECENT_SETS 512
@@ -217,11 +217,11 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
         pick -= site->reuse[size][b];
         continue;
       }
-      if (b == 0 && site->stride_count) return false; /* its walk's steps */
+      if (b == 0 && site->stride_count && !site->reuse_at_jumps) return false; /* a step */
       /* The measured time is since the block's last touch: a position whose block was
        * touched again later would be a shorter reuse (a tree's root, in the ring many
        * times), so a few positions of the bin are tried for one that was the last. */
-      for (int attempt = 0; attempt < 8; attempt++) {
+      for (int attempt = 0; attempt < 32; attempt++) {
         r = mix(r);
         uint64_t t = ((uint64_t)1 << b) + (r & (((uint64_t)1 << b) - 1));
         if (t > position % REUSE_BLOCK) continue;
@@ -262,21 +262,23 @@ static uint64_t fresh_address(const ms_psnap_site *site, const replay_site *rs, 
 
 static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, uint32_t id,
                            uint64_t position) {
-  uint64_t address;
-  if (rs->ring && reuse_address(site, rs, id, position, &address)) {
-    /* one of its own recent lines again */
-  } else if (site->stride_count == 0 || position % LOSSY_BLOCK == 0 || site->count < 2) {
-    address = fresh_address(site, rs, id, position);
-  } else {
+  uint64_t address = 0;
+  int jump = 1;
+  if (rs->ring && !site->reuse_at_jumps && reuse_address(site, rs, id, position, &address))
+    jump = 0; /* the odds of every access, before the walk */
+  else if (site->stride_count && site->count >= 2 &&
+      position % (rs->ring ? REUSE_BLOCK : LOSSY_BLOCK) != 0) {
     uint64_t pick = mix((uint64_t)id << 40 ^ position ^ 0x5851F42D4C957F2Dull) % (site->count - 1);
     uint32_t i = 0;
     while (i < site->stride_count && pick >= site->top_stride_times[i])
       pick -= site->top_stride_times[i++];
     uint64_t step = rs->walk_address + (uint64_t)(i < site->stride_count ? site->top_stride[i] : 0);
-    address = i < site->stride_count && step >= site->low && step <= site->high
-                  ? step
-                  : fresh_address(site, rs, id, position);
+    if (i < site->stride_count && step >= site->low && step <= site->high)
+      address = step, jump = 0;
   }
+  /* a jump: with the reuse odds of the site's jumps, one of its own recent lines again */
+  if (jump && !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address)))
+    address = fresh_address(site, rs, id, position);
   rs->walk_address = address;
   if (rs->ring) {
     rs->ring[position % REUSE_RING] = address;

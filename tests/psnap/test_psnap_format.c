@@ -677,6 +677,68 @@ static void lossy_sites_reuse_their_lines(void **state) {
   free(gather.accesses);
 }
 
+/* An insertion sort of short rows spread over 4 MiB: each step back is -4, and each jump
+ * goes to the element after the last insertion point, which the site touched a few
+ * accesses before. Reuse odds taken at the walk's jumps keep those jumps on recent lines:
+ * the profile says `reuse jumps`, and replay reuses lines as often as the program. */
+static void jumps_reuse_their_lines(void **state) {
+  (void)state;
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = 23;
+  while (s.count < 60000) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t row = 0x2000000 + (x >> 24) % (1 << 20) * 4;
+    for (int q = 1; q < 48; q++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      int back = 1 + (int)((x >> 33) % (uint64_t)q);
+      for (int k = 1; k <= back; k++)
+        emit(&s, 0, 0, row + (uint64_t)(q - k) * 4, 4, MS_LOAD);
+    }
+  }
+  ms_psnap_profile built = build(&s, 0);
+  assert_true(built.sites[0].lossy && built.sites[0].stride_count >= 1);
+  assert_int_equal(built.sites[0].top_stride[0], -4);
+  assert_true(built.sites[0].reuse_at_jumps && built.sites[0].reuse_accesses > 0);
+  char *text = to_text(&built);
+  ms_psnap_profile_free(&built);
+  assert_non_null(strstr(text, "\n  reuse jumps "));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_profile_free(&parsed);
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  const char *line = strstr(text, "\n  reuse ") + 1;
+  const char *line_end = strchr(line, '\n') + 1;
+  char *without = malloc(strlen(text) + 1);
+  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  stream walk = replay(without, &all);
+  /* the walk's steps that leave a row for lines the program never touched there are the
+   * model's limit: replay closes well over half of the walk's gap, not all of it */
+  for (size_t w = 16; w <= 64; w *= 4) {
+    double program = line_reuse(&s, w), replayed = line_reuse(&whole, w),
+           walked = line_reuse(&walk, w);
+    print_message("lines touched again within %zu accesses: program %.3f, replay %.3f, without "
+                  "reuse odds %.3f\n",
+                  w, program, replayed, walked);
+    assert_true(fabs(program - replayed) < 0.45 * (program - walked));
+  }
+  free(without);
+  free(walk.accesses);
+  const uint64_t starts[] = {1, 64, 16383, 16384, 30001};
+  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+    ms_psnap_replay_options o = {.from = starts[k], .count = 300};
+    stream part = replay(text, &o);
+    for (size_t i = 0; i < part.count; i++)
+      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
+    free(part.accesses);
+  }
+  free(whole.accesses);
+  free(text);
+  free(s.accesses);
+}
+
 static void expect_rejected(const char *text, const char *where) {
   ms_psnap_profile p;
   assert_int_equal(ms_psnap_profile_parse(text, strlen(text), "t.psnap", &p), MS_ERR_FORMAT);
@@ -911,6 +973,7 @@ int main(void) {
       cmocka_unit_test(tied_sites_follow_their_anchor),
       cmocka_unit_test(ties_reach_back_to_the_same_address),
       cmocka_unit_test(lossy_sites_reuse_their_lines),
+      cmocka_unit_test(jumps_reuse_their_lines),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(lossy_sites_walk_their_strides),
       cmocka_unit_test(version_1_is_still_read),
