@@ -536,7 +536,7 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
       if (rc == MS_FOLD_OVER_CAP) rc = 0;
     }
     int frequent = 0;
-    if (rc == 0 && s->history.overflowed && (s->tops || ms_fold_over_cap(s->fold)))
+    if (rc == 0 && (s->tops || ms_fold_over_cap(s->fold)))
       rc = count_stride(s, stride, &frequent);
     if (rc == 0 && s->tops) rc = count_reuse(s, address, !frequent);
     if (rc < 0) return rc;
