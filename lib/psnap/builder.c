@@ -441,10 +441,12 @@ static int count_transition(thread_state *t, uint32_t from, uint32_t to) {
 
 /* A vote for site `self`'s tie. The candidate holds when the access is at its anchor's
  * latest address plus its distance, which is what replay gives a tied site; when the
- * votes run out, the next candidate is the latest access of the thread to the same address
- * (`same`, NONE if not remembered): sort's store that puts back the byte it had cut off a
- * line thousands of accesses before; else the thread's previous access (the next field
- * of the node a key was read from). */
+ * votes run out, the next candidate is the site that last touched the same address
+ * (`same`, NONE if not remembered), at the distance from where that site is now: sort's
+ * store that puts back the byte it had cut off a line thousands of accesses before (+0),
+ * an insertion sort's store to column[p] that its load read as column[p - 1] one step
+ * before (+4); else the thread's previous access (the next field of the node a key was
+ * read from). */
 static void observe_tie(builder *b, uint32_t self, uint64_t address, const thread_state *t,
                         uint32_t same) {
   site_state *s = &b->sites[self];
@@ -456,7 +458,7 @@ static void observe_tie(builder *b, uint32_t self, uint64_t address, const threa
     if (--s->tie_votes) return;
   }
   if (same != NONE_SITE && same != self)
-    s->tie_site = same, s->tie_delta = 0;
+    s->tie_site = same, s->tie_delta = (int64_t)(address - b->sites[same].last);
   else if (t->previous != self)
     s->tie_site = t->previous, s->tie_delta = (int64_t)(address - t->previous_address);
   else
@@ -837,6 +839,21 @@ static void tie_sites(builder *b, ms_psnap_profile *p) {
     wants[i] = p->sites[i].lossy && !p->sites[i].addresses && s->tie_votes && s->tie_site != i &&
                s->tie_site < b->site_count && p->sites[s->tie_site].lossy &&
                !p->sites[s->tie_site].addresses && s->tie_hits * 10 >= s->count * 9;
+  }
+  /* a cycle of candidates (an insertion sort's load of column[p - 1] follows its store to
+   * column[p] one step before, and that store the load) is broken at the site that held
+   * least to its candidate, which stays untied and anchors the others */
+  for (uint32_t i = 0; i < b->site_count; i++) {
+    uint32_t at = i, weakest = i;
+    int depth = 0;
+    for (; depth < 8 && wants[at]; depth++) {
+      at = b->sites[at].tie_site;
+      if (at == i) break;
+      const site_state *a = &b->sites[at], *w = &b->sites[weakest];
+      if ((double)a->tie_hits / (double)a->count < (double)w->tie_hits / (double)w->count)
+        weakest = at;
+    }
+    if (at == i && depth < 8) wants[weakest] = 0;
   }
   /* a chain of ties (a store after the load of the next field after the key) ends at the
    * first site that wants none, the distances added up */

@@ -589,6 +589,39 @@ static void ties_reach_back_to_the_same_address(void **state) {
   free(s.accesses);
 }
 
+/* An insertion sort's shift: the load of column[p - 1] and the store to column[p], each
+ * the other's candidate anchor (the store writes where the load read one step before, the
+ * load reads 8 bytes below the last store). The cycle is broken at the load, which holds
+ * least (it jumps at each new element): the store is tied to it, 4 bytes on. */
+static void tie_cycles_break_at_the_weaker_site(void **state) {
+  (void)state;
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = 41;
+  while (s.count < 60000) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t row = 0x2000000 + (x >> 24) % (1 << 20) * 4;
+    for (int q = 1; q < 48; q++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      int back = 1 + (int)((x >> 33) % (uint64_t)q);
+      for (int p = q; p > q - back; p--) {
+        emit(&s, 0, 0, row + (uint64_t)(p - 1) * 4, 4, MS_LOAD);
+        emit(&s, 1, 0, row + (uint64_t)p * 4, 4, MS_STORE);
+      }
+    }
+  }
+  ms_psnap_profile p = build(&s, 0);
+  char *text = to_text(&p);
+  ms_psnap_profile_free(&p);
+  assert_non_null(strstr(text, "  tie s0 +4\n"));
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  for (size_t i = 0; i < whole.count; i += 2)
+    assert_int_equal(whole.accesses[i + 1].address, whole.accesses[i].address + 4);
+  free(whole.accesses);
+  free(text);
+  free(s.accesses);
+}
+
 /* The share of accesses of `s` whose 64-byte line was touched in its previous `window`. */
 static double line_reuse(const stream *s, size_t window) {
   size_t reused = 0;
@@ -972,6 +1005,7 @@ int main(void) {
       cmocka_unit_test(equal_histories_are_not_equal_strides),
       cmocka_unit_test(tied_sites_follow_their_anchor),
       cmocka_unit_test(ties_reach_back_to_the_same_address),
+      cmocka_unit_test(tie_cycles_break_at_the_weaker_site),
       cmocka_unit_test(lossy_sites_reuse_their_lines),
       cmocka_unit_test(jumps_reuse_their_lines),
       cmocka_unit_test(malformed_profiles_are_rejected),
