@@ -262,6 +262,10 @@ typedef struct ms_psnap_thread_order {
   uint32_t *transition_from, *transition_to;
   uint64_t *transition_times;
   uint32_t first_site;
+  /* per period of `period_length` accesses (0: one period, the whole thread), the paths
+   * into its accesses: transition_period[k] (NULL: all 0), in increasing order */
+  uint64_t period_length;
+  uint32_t *transition_period;
 } ms_psnap_thread_order;
 
 typedef struct ms_psnap_profile {
@@ -313,6 +317,8 @@ typedef struct ms_psnap_options {
                             accesses of the program's own executable, if the stream names it) */
   uint32_t order_window; /* order terms searched for loops (bodies of up to half of it);
                             a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
+  uint32_t order_periods; /* a lossy order's path counts in at most this many periods of
+                             the thread's accesses (default 1: the whole thread at once) */
 } ms_psnap_options;
 
 void ms_psnap_options_default(ms_psnap_options *options);

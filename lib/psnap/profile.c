@@ -41,6 +41,7 @@ void ms_psnap_profile_free(ms_psnap_profile *profile) {
     free(order->transition_from);
     free(order->transition_to);
     free(order->transition_times);
+    free(order->transition_period);
   }
   free(profile->threads);
   free(profile->selection);
@@ -280,10 +281,16 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
       fputc('\n', out);
       continue;
     }
-    fprintf(out, " lossy start s%" PRIu32 "\n", order->first_site);
-    for (uint32_t k = 0; k < order->transition_count; k++)
+    fprintf(out, " lossy start s%" PRIu32, order->first_site);
+    if (order->period_length) fprintf(out, " period %" PRIu64, order->period_length);
+    fputc('\n', out);
+    for (uint32_t k = 0; k < order->transition_count; k++) {
+      if (order->period_length && order->transition_period &&
+          (k == 0 || order->transition_period[k] != order->transition_period[k - 1]))
+        fprintf(out, "  period %" PRIu32 "\n", order->transition_period[k]);
       fprintf(out, "  path s%" PRIu32 " s%" PRIu32 " %" PRIu64 "\n", order->transition_from[k],
               order->transition_to[k], order->transition_times[k]);
+    }
   }
   return ferror(out) ? ms_error_set(MS_ERR_IO, "write failed: %m") : 0;
 }
@@ -768,6 +775,20 @@ static int check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsigne
       else
         uses[order->transition_to[k]] += order->transition_times[k];
     }
+    /* each period holds the paths into its own accesses (the first access has none) */
+    for (uint32_t k = 0; rc == 0 && order->transition_period && k < order->transition_count;) {
+      uint32_t period = order->transition_period[k];
+      uint64_t held = 0;
+      for (; k < order->transition_count && order->transition_period[k] == period; k++)
+        if (__builtin_add_overflow(held, order->transition_times[k], &held)) held = UINT64_MAX;
+      uint64_t low = (uint64_t)period * order->period_length, high = low + order->period_length;
+      if (low == 0) low = 1;
+      if (high > order->accesses) high = order->accesses;
+      if (held != high - low)
+        rc = ms_error_set(MS_ERR_FORMAT,
+                          "period %u holds %" PRIu64 " paths, its accesses need %" PRIu64, period,
+                          held, high - low);
+    }
     if (rc == 0 && order->first_site >= profile->site_count)
       rc = ms_error_set(MS_ERR_FORMAT, "site s%u is not in the profile", order->first_site);
     else if (rc == 0 && order->accesses)
@@ -1086,18 +1107,40 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
     if (!key_is(r, "start") || r->p >= r->end || *r->p != 's')
       return read_error(r, "expected 'start sN'");
     r->p++;
-    if ((rc = read_number_line(r, 10, &value)) < 0) return rc;
+    if ((rc = read_unsigned(r, 10, &value)) < 0) return rc;
     if (value > UINT32_MAX) return read_error(r, "site number too large");
     order->first_site = (uint32_t)value;
+    if (key_is(r, "period")) {
+      if ((rc = read_unsigned(r, 10, &order->period_length)) < 0) return rc;
+      if (order->period_length == 0) return read_error(r, "period: 0 accesses");
+    }
+    if ((rc = read_end(r)) < 0) return rc;
   } else if ((rc = ms_psnap_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_PSNAP_SITES,
                                        r->name, r->number, (unsigned)(r->p - r->line) + 1)) < 0)
     return rc;
+  uint64_t period = 0;
+  int period_seen = 0;
   while (rc == 0 && next_line(r)) {
     if (r->p == r->line) break;
-    if (order->lossy && key_is(r, "path"))
+    if (order->lossy && order->period_length && key_is(r, "period")) {
+      uint64_t next;
+      if ((rc = read_number_line(r, 10, &next)) < 0) break;
+      if ((period_seen && next <= period) || next > UINT32_MAX ||
+          next > (order->accesses ? (order->accesses - 1) / order->period_length : 0))
+        rc = read_error(r, "period %" PRIu64 " out of order or past the thread's accesses", next);
+      period = next, period_seen = 1;
+    } else if (order->lossy && key_is(r, "path")) {
       rc = read_transition(r, order, &capacity);
-    else
-      rc = read_error(r, order->lossy ? "expected a path line" : "unexpected indented line");
+      if (rc == 0 && order->period_length) {
+        uint32_t k = order->transition_count - 1;
+        uint32_t *p = realloc(order->transition_period, capacity * sizeof *p);
+        if (!p) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+        else (order->transition_period = p)[k] = (uint32_t)period;
+      }
+    } else
+      rc = read_error(r, order->lossy ? (order->period_length ? "expected a path or period line"
+                                                              : "expected a path line")
+                                      : "unexpected indented line");
   }
   if (rc < 0) return rc;
   return check_order(r, profile, t, order_line);

@@ -86,6 +86,8 @@ typedef struct replay {
   uint32_t *source_start; /* per site: its first entry in by_source; site_count + 1 */
   uint32_t *source_next;  /* per site: first entry that may have uses left */
   uint32_t fallback;      /* first entry of by_source that may have uses left */
+  uint32_t period;        /* the current period of the paths, its transitions: */
+  uint32_t period_first, period_end;
   uint64_t walk_left;
   /* fast path: per node of the current order, its body when it is a flat group */
   int32_t *body_start; /* index in body_sites, -1 if not flat */
@@ -229,9 +231,8 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
         const recent_line *entry = recent_find(rs, a >> 7);
         if (!entry) continue;
         unsigned quarter = (unsigned)(a >> 5) & 3;
-        uint32_t last = size == 0   ? entry->when[quarter]
-                        : size == 1 ? latest(entry->when, quarter & 2, 2)
-                                    : latest(entry->when, 0, 4);
+        /* sizes 0 and 1: q last touched its 64-byte line (same half, other half) */
+        uint32_t last = size < 2 ? latest(entry->when, quarter & 2, 2) : latest(entry->when, 0, 4);
         if (last != (uint32_t)q + 1) continue;
         /* the same 32-byte block; the other one of its 64-byte line; the other half of
          * its 128-byte line */
@@ -434,6 +435,37 @@ static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
   return 0;
 }
 
+/* The paths of period `period` of a lossy order (all of them without periods), sorted by
+ * their source site (a counting sort), with their uses left. */
+static void load_period(replay *r, const ms_psnap_thread_order *order, uint32_t period) {
+  uint32_t first = r->period_end, end = first;
+  if (!order->transition_period)
+    first = 0, end = order->transition_count;
+  else {
+    while (first < order->transition_count && order->transition_period[first] < period)
+      first++;
+    for (end = first; end < order->transition_count && order->transition_period[end] == period;)
+      end++;
+  }
+  r->period = period, r->period_first = first, r->period_end = end;
+  uint32_t sites = r->profile.site_count;
+  memset(r->source_start, 0, (sites + 1) * sizeof *r->source_start);
+  for (uint32_t k = first; k < end; k++)
+    r->source_start[order->transition_from[k] + 1]++;
+  for (uint32_t s = 0; s < sites; s++)
+    r->source_start[s + 1] += r->source_start[s];
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t k = first; k < end; k++)
+    r->by_source[r->source_next[order->transition_from[k]]++] = k;
+  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
+  for (uint32_t e = 0; e < end - first; e++)
+    /* by_source is a permutation of first..end-1: the counting sort above writes each slot
+     * once (every transition_from < site_count, checked by the profile reader) */
+    // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.ArraySubscript)
+    r->path_left[e] = order->transition_times[r->by_source[e]];
+  r->fallback = 0;
+}
+
 static int start_thread(replay *r, uint32_t t) {
   r->thread = t;
   r->run_left = 0;
@@ -447,23 +479,8 @@ static int start_thread(replay *r, uint32_t t) {
     r->order_ready = 1;
     return 0;
   }
-  /* counting sort of the transitions by source site */
-  uint32_t sites = r->profile.site_count;
-  memset(r->source_start, 0, (sites + 1) * sizeof *r->source_start);
-  for (uint32_t k = 0; k < order->transition_count; k++)
-    r->source_start[order->transition_from[k] + 1]++;
-  for (uint32_t s = 0; s < sites; s++)
-    r->source_start[s + 1] += r->source_start[s];
-  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
-  for (uint32_t k = 0; k < order->transition_count; k++)
-    r->by_source[r->source_next[order->transition_from[k]]++] = k;
-  memcpy(r->source_next, r->source_start, sites * sizeof *r->source_next);
-  for (uint32_t e = 0; e < order->transition_count; e++)
-    /* by_source is a permutation of 0..transition_count-1: the counting sort above writes
-     * each slot once (every transition_from < site_count, checked by the profile reader) */
-    // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.ArraySubscript)
-    r->path_left[e] = order->transition_times[r->by_source[e]];
-  r->fallback = 0;
+  r->period_end = 0;
+  load_period(r, order, 0);
   r->walk_left = order->accesses;
   r->walk_started = 0;
   return 0;
@@ -478,14 +495,37 @@ static int64_t walk_next(replay *r) {
     r->walk_started = 1;
     return r->walk_site = order->first_site;
   }
+  uint64_t index = order->accesses - r->walk_left - 1; /* of the access the step leads to */
+  if (order->transition_period && index / order->period_length != r->period)
+    load_period(r, order, (uint32_t)(index / order->period_length));
   uint32_t *next = &r->source_next[r->walk_site], end = r->source_start[r->walk_site + 1];
   while (*next < end && !r->path_left[*next])
     ++*next;
   uint32_t e = *next;
+  if (order->transition_period && e + 1 < end) {
+    /* with periods, a path drawn with the odds of the uses left (a hash of the position:
+     * replay from anywhere walks the same): with every site lossless, sort's L2 error over
+     * the catalog was 0.09 points rather than 0.12 with the first path first (512
+     * periods), xz's 0.25 rather than 0.97 (128), sqlite3's 1.9 rather than 1.7 (512).
+     * Without periods the first path first: drawn, gzip's L1 error was 3.1 points rather
+     * than 1.1 with its sites lossy. */
+    uint64_t total = 0;
+    for (uint32_t k = e; k < end; k++)
+      total += r->path_left[k];
+    uint64_t pick = mix(r->walk_left * 0x9E3779B97F4A7C15ull ^ r->thread) % total;
+    for (uint32_t k = e; k < end; k++) {
+      if (pick < r->path_left[k]) {
+        e = k;
+        break;
+      }
+      pick -= r->path_left[k];
+    }
+  }
   if (e == end) {
-    while (r->fallback < order->transition_count && !r->path_left[r->fallback])
+    uint32_t paths = r->period_end - r->period_first;
+    while (r->fallback < paths && !r->path_left[r->fallback])
       r->fallback++;
-    if (r->fallback == order->transition_count) return -1;
+    if (r->fallback == paths) return -1;
     e = r->fallback;
   }
   r->path_left[e]--;
