@@ -106,8 +106,8 @@ typedef struct transition {
  * PERIOD_FIRST accesses at first, doubled (adjacent periods merged) whenever the run
  * reaches N periods; a long run ends with between N/2 and N. With every lossy site kept
  * lossless (only the order differs), 512 periods took the mean L2 error over the catalog
- * of sort from 12.7 to 0.09 points, sqlite3 13.1 to 1.9, xz 3.6 to 0.25, gzip 1.1 to 0.01,
- * for profiles up to 1.5x larger. With lossy sites they raise the L1 error of most real
+ * of sort from 12.7 to 0.09 points, sqlite3 13.1 to 1.9, gzip 1.1 to 0.01 (128: xz 3.6 to
+ * 0.25), for profiles up to 1.5x larger. With lossy sites they raise the L1 error of most real
  * programs (gzip 1.1 -> 2.8, sqlite3 1.6 -> 3.6): those sites, replayed independently,
  * lose what they shared in the program, which the coarser order made up for. Hence one
  * period by default, 512 with --lossless (docs/accuracy.md). */
