@@ -148,9 +148,10 @@ static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, 
  * rates several points too low. */
 #define LOSSY_BLOCK 64
 
-/* A lossy site with reuse odds, at each jump of its walk (every access without strides),
- * takes with those odds the address of one of its own accesses 2^b to 2^(b+1) - 1 before
- * (a line it touched again in the program at such a jump), else a fresh draw. The recent
+/* A lossy site with reuse odds takes with those odds the address of one of its own
+ * accesses 2^b to 2^(b+1) - 1 before (a line it touched again in the program): before each
+ * step of its walk (`reuse`), or only when its walk jumps (`reuse jumps`: every access of
+ * a site without strides), else a fresh draw away from its recent lines. The recent
  * addresses restart every REUSE_BLOCK accesses, and so does the walk, so that a replay
  * started anywhere steps at most that many times per site to rebuild them; a reuse that
  * would reach before the block's start is not taken. */
@@ -220,9 +221,9 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
         continue;
       }
       if (b == 0 && site->stride_count && !site->reuse_at_jumps) return false; /* a step */
-      /* The measured time is since the block's last touch: a position whose block was
+      /* The measured time is since the line's last touch: a position whose line was
        * touched again later would be a shorter reuse (a tree's root, in the ring many
-       * times), so a few positions of the bin are tried for one that was the last. */
+       * times), so up to 32 positions of the bin are tried for one that was the last. */
       for (int attempt = 0; attempt < 32; attempt++) {
         r = mix(r);
         uint64_t t = ((uint64_t)1 << b) + (r & (((uint64_t)1 << b) - 1));
