@@ -245,7 +245,7 @@ typedef struct ms_psnap_site {
   uint64_t reuse[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
   int reuse_at_jumps;
   /* A lossy site tied to another lossy site of its thread (itself untied): in the program
-   * at least 90% of its accesses came right after one of `tie_site`'s, at that address plus
+   * at least 90% of its accesses were at `tie_site`'s latest address plus
    * `tie_delta` (the next field of the node a key was read from; the store of count[k]
    * after its load). Replay gives it that address whenever tie_site has run. */
   int tied;

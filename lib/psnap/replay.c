@@ -156,7 +156,7 @@ static uint64_t lossy_address(const ms_psnap_site *site, const replay_site *rs, 
  * started anywhere steps at most that many times per site to rebuild them; a reuse that
  * would reach before the block's start is not taken. */
 #define REUSE_RING 4096
-#define REUSE_BLOCK 16384
+#define REUSE_BLOCK MS_PSNAP_REUSE_BLOCK
 #define RECENT_SETS 512
 #define RECENT_WAYS 8
 

@@ -7,8 +7,13 @@
 
 #include "memsnap/psnap.h"
 
+/* A lossy site with reuse odds restarts its recent addresses every MS_PSNAP_REUSE_BLOCK
+ * accesses: replay from anywhere steps from the start of that block. */
+#define MS_PSNAP_REUSE_BLOCK 16384
+
 /* The addresses replay gives untied lossy site `site` (as site number `id`) at its access
- * numbers from `from` to from + n - 1, into `out`. 0, or MS_ERR_NOMEM. */
+ * numbers from `from` to from + n - 1, into `out` (cheapest with `from` a multiple of
+ * MS_PSNAP_REUSE_BLOCK). 0, or MS_ERR_NOMEM. */
 int ms_psnap_lossy_addresses(const ms_psnap_site *site, uint32_t id, uint64_t from, uint64_t n,
                              uint64_t *out);
 
