@@ -45,6 +45,15 @@ static const char *storage(const ms_psnap_site *site) {
   return site->addresses ? "lossless" : site->lossy ? "lossy" : "exact";
 }
 
+/* The share of a lossy site's measured accesses (or jumps) that reused one of its lines. */
+static double reused_share(const ms_psnap_site *site) {
+  uint64_t reused = 0;
+  for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++)
+    for (int b = 0; b < MS_PSNAP_REUSE_BINS; b++)
+      reused += site->reuse[size][b];
+  return site->reuse_accesses ? 100.0 * (double)reused / (double)site->reuse_accesses : 0;
+}
+
 static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
   const ms_psnap_site *site = &p->sites[s];
   const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
@@ -64,6 +73,9 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
              "", site->first_address, site->low, site->high, site->alignment);
     if (site->lossy && site->tied)
       printf("%7s tied to s%u %+" PRId64 "\n", "", site->tie_site, site->tie_delta);
+    if (site->lossy && site->reuse_accesses)
+      printf("%7s reuses its lines: %.1f%% within 4095 of its accesses%s\n", "",
+             reused_share(site), site->reuse_at_jumps ? " (at its jumps)" : "");
   } else {
     printf("site s%u: %s\n  thread %u, %s of %u bytes, %" PRIu64 " accesses (%.2f%%)\n"
            "  class %s, %s\n  first address 0x%" PRIx64 "\n",
@@ -89,6 +101,11 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
       if (site->tied)
         printf("  tied to s%u: its last address %+" PRId64 " (90%% or more of the accesses)\n",
                site->tie_site, site->tie_delta);
+      if (site->reuse_accesses)
+        printf("  reuse odds: %.1f%% of %s touched a line it had touched in its last 4095 "
+               "accesses; replay goes back to its own recent addresses with those odds%s\n",
+               reused_share(site), site->reuse_at_jumps ? "its jumps" : "its accesses",
+               site->reuse_at_jumps ? " when its walk jumps" : "");
     } else
       printf("  pattern %s\n", pattern ? pattern : "");
   }
@@ -193,8 +210,11 @@ int show_profile(int argc, char **argv) {
   for (uint32_t t = 0; t < p.thread_count; t++) {
     const ms_psnap_thread_order *o = &p.threads[t];
     if (o->lossy) {
-      printf("\nthread %u: %" PRIu64 " accesses, order lossy (%u path counts)\n", t, o->accesses,
+      printf("\nthread %u: %" PRIu64 " accesses, order lossy (%u path counts", t, o->accesses,
              o->transition_count);
+      if (o->period_length)
+        printf(" in periods of %" PRIu64 " accesses", o->period_length);
+      printf(")\n");
       continue;
     }
     char *text = ms_psnap_expr_string(&o->order, MS_PSNAP_SITES);

@@ -88,6 +88,13 @@ static void application_orders_are_exact(void **state) {
         test_memsnap_in(dir, "profile --order-window 64 --order-cap 8192 -o app.psnap app.mtr"), 0);
     assert_file_contains("err", runs[r][0],
                          "order lossy in 1 of 1 threads (over --order-cap 8192: path counts)");
+    /* --lossless keeps the paths in periods (512 at most) by default; show says so */
+    assert_int_equal(test_memsnap_in(dir, "profile --lossless --order-window 64 --order-cap 8192 "
+                                          "-o app.psnap app.mtr"),
+                     0);
+    assert_int_equal(test_memsnap_in(dir, "show app.psnap"), 0);
+    assert_out_contains(runs[r][0], "order lossy (");
+    assert_out_contains(runs[r][0], " path counts in periods of ");
   }
 }
 
