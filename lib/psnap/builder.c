@@ -60,7 +60,7 @@ typedef struct top_strides {
  * number that touched it last, plus one (0: never). */
 #define REUSE_SETS 512
 #define REUSE_WAYS 8
-#define REUSE_TIMES 4096 /* reuse times measured: 1 to 4095 */
+#define REUSE_TIMES 4096     /* reuse times measured: 1 to 4095 */
 #define JUDGE_ACCESSES 16384 /* a lossy site's models are judged on its last accesses */
 #define REUSE_BETTER 0.01    /* the reuse odds kept when they close the gap by this much */
 typedef struct reuse_lines {
@@ -304,13 +304,6 @@ static int is_selected(builder *b, const ms_stream_info *info, uint32_t trace_si
 }
 
 /* The most recent of n quarters' times from `first` (0: none), modulo 2^32. */
-static uint32_t latest(const uint32_t *when, unsigned first, unsigned n) {
-  uint32_t best = 0;
-  for (unsigned i = first; i < first + n; i++)
-    if (when[i] && (!best || (int32_t)(when[i] - best) > 0)) best = when[i];
-  return best;
-}
-
 /* The reuse of an access at the site's access number `now` (from 1): how many of its own
  * accesses ago it last touched the access's 64-byte line, in powers of two below
  * REUSE_TIMES, and whether that touch was to the same 32-byte half (size 0) or the other
@@ -332,7 +325,7 @@ static void reuse_add(reuse_lines *r, uint32_t now, uint64_t address, int jump) 
   r->accesses += jump != 0;
   if (way < REUSE_WAYS) {
     const uint32_t *w = when[way];
-    uint32_t line64 = latest(w, half, 2), line128 = latest(w, 0, 4);
+    uint32_t line64 = ms_psnap_latest(w, half, 2), line128 = ms_psnap_latest(w, 0, 4);
     int size = -1;
     uint32_t time = 0;
     if (line64 && now - line64 < REUSE_TIMES)
@@ -605,8 +598,7 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
       if (rc == MS_FOLD_OVER_CAP) rc = 0;
     }
     int frequent = 0;
-    if (rc == 0 && (s->tops || ms_fold_over_cap(s->fold)))
-      rc = count_stride(s, stride, &frequent);
+    if (rc == 0 && (s->tops || ms_fold_over_cap(s->fold))) rc = count_stride(s, stride, &frequent);
     if (rc == 0 && s->tops) rc = count_reuse(s, address, !frequent);
     if (rc < 0) return rc;
   }

@@ -167,13 +167,6 @@ typedef struct recent_line {
   uint32_t when[4];
 } recent_line;
 
-static uint32_t latest(const uint32_t *when, unsigned first, unsigned n) {
-  uint32_t best = 0;
-  for (unsigned i = first; i < first + n; i++)
-    if (when[i] && (!best || (int32_t)(when[i] - best) > 0)) best = when[i];
-  return best;
-}
-
 static recent_line *recent_find(const replay_site *rs, uint64_t line) {
   uint32_t set = (uint32_t)((line * 0x9e3779b97f4a7c15ULL) >> 40) & (RECENT_SETS - 1);
   recent_line *ways = &rs->recent[set * RECENT_WAYS];
@@ -191,7 +184,7 @@ static void touch(replay_site *rs, uint64_t address, uint64_t position) {
     recent_line *ways = &rs->recent[set * RECENT_WAYS];
     uint32_t oldest_age = 0;
     for (int way = 0; way < RECENT_WAYS; way++) {
-      uint32_t age = ways[way].line ? now - latest(ways[way].when, 0, 4) : UINT32_MAX;
+      uint32_t age = ways[way].line ? now - ms_psnap_latest(ways[way].when, 0, 4) : UINT32_MAX;
       if (!entry || age > oldest_age) entry = &ways[way], oldest_age = age;
     }
     entry->line = line + 1;
@@ -205,7 +198,7 @@ static void touch(replay_site *rs, uint64_t address, uint64_t position) {
 static bool touched_recently(const replay_site *rs, uint64_t address, uint64_t position) {
   const recent_line *entry = recent_find(rs, address >> 7);
   if (!entry) return false;
-  uint32_t last = latest(entry->when, 0, 4);
+  uint32_t last = ms_psnap_latest(entry->when, 0, 4);
   uint64_t age = (uint32_t)((uint32_t)position + 1 - last);
   return last && age < REUSE_RING && age <= position % REUSE_BLOCK;
 }
@@ -233,7 +226,8 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
         if (!entry) continue;
         unsigned quarter = (unsigned)(a >> 5) & 3;
         /* sizes 0 and 1: q last touched its 64-byte line (same half, other half) */
-        uint32_t last = size < 2 ? latest(entry->when, quarter & 2, 2) : latest(entry->when, 0, 4);
+        uint32_t last = size < 2 ? ms_psnap_latest(entry->when, quarter & 2, 2)
+                                 : ms_psnap_latest(entry->when, 0, 4);
         if (last != (uint32_t)q + 1) continue;
         /* the same 32-byte block; the other one of its 64-byte line; the other half of
          * its 128-byte line */
@@ -269,17 +263,17 @@ static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, uint32_t 
   if (rs->ring && !site->reuse_at_jumps && reuse_address(site, rs, id, position, &address))
     jump = 0; /* the odds of every access, before the walk */
   else if (site->stride_count && site->count >= 2 &&
-      position % (rs->ring ? REUSE_BLOCK : LOSSY_BLOCK) != 0) {
+           position % (rs->ring ? REUSE_BLOCK : LOSSY_BLOCK) != 0) {
     uint64_t pick = mix((uint64_t)id << 40 ^ position ^ 0x5851F42D4C957F2Dull) % (site->count - 1);
     uint32_t i = 0;
     while (i < site->stride_count && pick >= site->top_stride_times[i])
       pick -= site->top_stride_times[i++];
     uint64_t step = rs->walk_address + (uint64_t)(i < site->stride_count ? site->top_stride[i] : 0);
-    if (i < site->stride_count && step >= site->low && step <= site->high)
-      address = step, jump = 0;
+    if (i < site->stride_count && step >= site->low && step <= site->high) address = step, jump = 0;
   }
   /* a jump: with the reuse odds of the site's jumps, one of its own recent lines again */
-  if (jump && !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address)))
+  if (jump &&
+      !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address)))
     address = fresh_address(site, rs, id, position);
   rs->walk_address = address;
   if (rs->ring) {
@@ -295,8 +289,9 @@ int ms_psnap_lossy_addresses(const ms_psnap_site *site, uint32_t id, uint64_t fr
   for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
     for (int b = 0; site->histogram && b < MS_PSNAP_HISTOGRAM_BINS; b++)
       rs.histogram_total[g] += site->histogram[g][b];
-  if (site->reuse_accesses && (!(rs.ring = malloc(REUSE_RING * sizeof *rs.ring)) ||
-                               !(rs.recent = calloc(RECENT_SETS * RECENT_WAYS, sizeof *rs.recent)))) {
+  if (site->reuse_accesses &&
+      (!(rs.ring = malloc(REUSE_RING * sizeof *rs.ring)) ||
+       !(rs.recent = calloc(RECENT_SETS * RECENT_WAYS, sizeof *rs.recent)))) {
     free(rs.ring);
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   }

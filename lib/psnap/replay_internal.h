@@ -11,6 +11,16 @@
  * accesses: replay from anywhere steps from the start of that block. */
 #define MS_PSNAP_REUSE_BLOCK 16384
 
+/* The builder and replay keep, per recent 128-byte line of a site, the access number (+ 1,
+ * modulo 2^32; 0: never) that last touched each of its four 32-byte quarters: the latest
+ * of quarters first .. first + n - 1, 0 if none. */
+static inline uint32_t ms_psnap_latest(const uint32_t *when, unsigned first, unsigned n) {
+  uint32_t best = 0;
+  for (unsigned i = first; i < first + n; i++)
+    if (when[i] && (!best || (int32_t)(when[i] - best) > 0)) best = when[i];
+  return best;
+}
+
 /* The addresses replay gives untied lossy site `site` (as site number `id`) at its access
  * numbers from `from` to from + n - 1, into `out` (cheapest with `from` a multiple of
  * MS_PSNAP_REUSE_BLOCK). 0, or MS_ERR_NOMEM. */

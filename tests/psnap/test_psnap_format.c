@@ -128,6 +128,51 @@ static stream replay(const char *text, const ms_psnap_replay_options *options) {
   return replay_in(text, options, 333);
 }
 
+/* `text` without its first line that starts with `key` (after a newline). */
+static char *without_line(const char *text, const char *key) {
+  const char *line = strstr(text, key);
+  assert_non_null(line);
+  line++;
+  const char *line_end = strchr(line, '\n') + 1;
+  char *out = malloc(strlen(text) + 1);
+  sprintf(out, "%.*s%s", (int)(line - text), text, line_end);
+  return out;
+}
+
+/* A replay of `text` started at each of `starts` (at most `count` accesses) gives the
+ * accesses of the whole replay from there. */
+static void assert_seeks_match(const char *text, const stream *whole, const uint64_t *starts,
+                               size_t n, uint64_t count) {
+  for (size_t k = 0; k < n; k++) {
+    ms_psnap_replay_options o = {.from = starts[k], .count = count};
+    stream part = replay(text, &o);
+    for (size_t i = 0; i < part.count; i++)
+      assert_int_equal(part.accesses[i].address, whole->accesses[starts[k] + i].address);
+    free(part.accesses);
+  }
+}
+
+/* An insertion sort of rows of 48 4-byte elements spread over 4 MiB, 60000 accesses or a
+ * few more: per element, a walk back from it to a random insertion point; per step the
+ * load of column[p - 1] (site 0) and, with `stores`, the store to column[p] (site 1). */
+static stream insertion_sort(uint64_t seed, int stores) {
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = seed;
+  while (s.count < 60000) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t row = 0x2000000 + (x >> 24) % (1 << 20) * 4;
+    for (int q = 1; q < 48; q++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      int back = 1 + (int)((x >> 33) % (uint64_t)q);
+      for (int p = q; p > q - back; p--) {
+        emit(&s, 0, 0, row + (uint64_t)(p - 1) * 4, 4, MS_LOAD);
+        if (stores) emit(&s, 1, 0, row + (uint64_t)p * 4, 4, MS_STORE);
+      }
+    }
+  }
+  return s;
+}
+
 /* The accesses of one thread of s, in order. */
 static stream thread_of(const stream *s, uint16_t thread) {
   stream out = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
@@ -545,7 +590,6 @@ static void tied_sites_follow_their_anchor(void **state) {
   free(s.accesses);
 }
 
-
 /* A lossy site whose strides are mostly +8 (80%) and -64 (10%), with jumps: the profile
  * keeps those two strides with their shares, replays them in about those shares (less a
  * fresh start every 64 accesses), inside the site's range and on its alignment, from
@@ -597,18 +641,9 @@ static void lossy_sites_walk_their_strides(void **state) {
   assert_true(fabs((double)plus8 / (N - 1) - 0.80 * 63 / 64) < 0.03);
   assert_true(fabs((double)minus64 / (N - 1) - 0.10 * 63 / 64) < 0.02);
   const uint64_t starts[] = {1, 63, 64, 1000, 1037, 29990};
-  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
-    ms_psnap_replay_options o = {.from = starts[k], .count = 500};
-    stream part = replay(text, &o);
-    for (size_t i = 0; i < part.count; i++)
-      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
-    free(part.accesses);
-  }
+  assert_seeks_match(text, &whole, starts, sizeof starts / sizeof *starts, 500);
   /* PSnAP's random stream when the line is gone; a bad line is rejected */
-  const char *line = strstr(text, "\n  strides ") + 1;
-  const char *line_end = strchr(line, '\n') + 1;
-  char *without = malloc(strlen(text) + 1);
-  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  char *without = without_line(text, "\n  strides ");
   ms_psnap_profile plain = parse(without);
   assert_int_equal(plain.sites[0].stride_count, 0);
   ms_psnap_profile_free(&plain);
@@ -666,20 +701,7 @@ static void ties_reach_back_to_the_same_address(void **state) {
  * least (it jumps at each new element): the store is tied to it, 4 bytes on. */
 static void tie_cycles_break_at_the_weaker_site(void **state) {
   (void)state;
-  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
-  uint64_t x = 41;
-  while (s.count < 60000) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t row = 0x2000000 + (x >> 24) % (1 << 20) * 4;
-    for (int q = 1; q < 48; q++) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      int back = 1 + (int)((x >> 33) % (uint64_t)q);
-      for (int p = q; p > q - back; p--) {
-        emit(&s, 0, 0, row + (uint64_t)(p - 1) * 4, 4, MS_LOAD);
-        emit(&s, 1, 0, row + (uint64_t)p * 4, 4, MS_STORE);
-      }
-    }
-  }
+  stream s = insertion_sort(41, 1);
   ms_psnap_profile p = build(&s, 0);
   char *text = to_text(&p);
   ms_psnap_profile_free(&p);
@@ -717,8 +739,8 @@ static void lossy_sites_reuse_their_lines(void **state) {
   uint64_t recent[32] = {0}, x = 17;
   for (int i = 0; i < N; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t a = i >= 32 && (x >> 63) ? recent[(x >> 40) % 32]
-                                      : 0x1000000 + (x >> 20) % (1 << 17) * 8;
+    uint64_t a =
+        i >= 32 && (x >> 63) ? recent[(x >> 40) % 32] : 0x1000000 + (x >> 20) % (1 << 17) * 8;
     recent[i % 32] = a;
     emit(&s, 0, 0, a, 8, MS_LOAD);
     emit(&gather, 0, 0, 0x1000000 + (x >> 11) % (1 << 17) * 8, 8, MS_LOAD);
@@ -739,10 +761,7 @@ static void lossy_sites_reuse_their_lines(void **state) {
   stream whole = replay(text, &all);
   assert_int_equal(whole.count, N);
   /* without the reuse line: the walk alone */
-  const char *line = strstr(text, "\n  reuse ") + 1;
-  const char *line_end = strchr(line, '\n') + 1;
-  char *without = malloc(strlen(text) + 1);
-  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  char *without = without_line(text, "\n  reuse ");
   stream walk = replay(without, &all);
   double program = line_reuse(&s, 64), replayed = line_reuse(&whole, 64),
          walked = line_reuse(&walk, 64);
@@ -752,13 +771,7 @@ static void lossy_sites_reuse_their_lines(void **state) {
   assert_true(fabs(replayed - program) < 0.05);
   assert_true(program - walked > 0.3);
   const uint64_t starts[] = {1, 4095, 4096, 16383, 16384, 20000, 39990};
-  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
-    ms_psnap_replay_options o = {.from = starts[k], .count = 500};
-    stream part = replay(text, &o);
-    for (size_t i = 0; i < part.count; i++)
-      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
-    free(part.accesses);
-  }
+  assert_seeks_match(text, &whole, starts, sizeof starts / sizeof *starts, 500);
   static const char *const edits[][3] = {
       {"\n  reuse ", "\n  reuse 0 0 ", "reuse: 0 accesses measured"},
       {" 64: ", " 32: ", "reuse: expected '64:'"},
@@ -768,9 +781,13 @@ static void lossy_sites_reuse_their_lines(void **state) {
     expect_rejected(bad, edits[e][2]);
     free(bad);
   }
+  /* the reuse line replaced by one that counts more reuses than accesses */
+  const char *line = strstr(text, "\n  reuse ") + 1, *line_end = strchr(line, '\n') + 1;
   char *bad = malloc(strlen(text) + 200);
-  sprintf(bad, "%.*s  reuse 1 32: 1 1 0 0 0 0 0 0 0 0 0 0 64: 0 0 0 0 0 0 0 0 0 0 0 0 128: 0 0 0 "
-          "0 0 0 0 0 0 0 0 0\n%s", (int)(line - text), text, line_end);
+  sprintf(bad,
+          "%.*s  reuse 1 32: 1 1 0 0 0 0 0 0 0 0 0 0 64: 0 0 0 0 0 0 0 0 0 0 0 0 128: 0 0 0 "
+          "0 0 0 0 0 0 0 0 0\n%s",
+          (int)(line - text), text, line_end);
   expect_rejected(bad, "reuse: 2 reuses of 1 accesses");
   free(bad);
   free(without);
@@ -787,18 +804,7 @@ static void lossy_sites_reuse_their_lines(void **state) {
  * the profile says `reuse jumps`, and replay reuses lines as often as the program. */
 static void jumps_reuse_their_lines(void **state) {
   (void)state;
-  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
-  uint64_t x = 23;
-  while (s.count < 60000) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t row = 0x2000000 + (x >> 24) % (1 << 20) * 4;
-    for (int q = 1; q < 48; q++) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      int back = 1 + (int)((x >> 33) % (uint64_t)q);
-      for (int k = 1; k <= back; k++)
-        emit(&s, 0, 0, row + (uint64_t)(q - k) * 4, 4, MS_LOAD);
-    }
-  }
+  stream s = insertion_sort(23, 0);
   ms_psnap_profile built = build(&s, 0);
   assert_true(built.sites[0].lossy && built.sites[0].stride_count >= 1);
   assert_int_equal(built.sites[0].top_stride[0], -4);
@@ -813,10 +819,7 @@ static void jumps_reuse_their_lines(void **state) {
   ms_psnap_profile_free(&parsed);
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
-  const char *line = strstr(text, "\n  reuse ") + 1;
-  const char *line_end = strchr(line, '\n') + 1;
-  char *without = malloc(strlen(text) + 1);
-  sprintf(without, "%.*s%s", (int)(line - text), text, line_end);
+  char *without = without_line(text, "\n  reuse ");
   stream walk = replay(without, &all);
   /* the walk's steps that leave a row for lines the program never touched there are the
    * model's limit: replay closes over half of the walk's gap, not all of it */
@@ -831,13 +834,7 @@ static void jumps_reuse_their_lines(void **state) {
   free(without);
   free(walk.accesses);
   const uint64_t starts[] = {1, 64, 16383, 16384, 30001};
-  for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
-    ms_psnap_replay_options o = {.from = starts[k], .count = 300};
-    stream part = replay(text, &o);
-    for (size_t i = 0; i < part.count; i++)
-      assert_int_equal(part.accesses[i].address, whole.accesses[starts[k] + i].address);
-    free(part.accesses);
-  }
+  assert_seeks_match(text, &whole, starts, sizeof starts / sizeof *starts, 300);
   free(whole.accesses);
   free(text);
   free(s.accesses);
