@@ -1,0 +1,99 @@
+#!/bin/sh
+# The outputs of every command on one deterministic workload (workload.awk), compared
+# byte for byte with the expected ones in expected/: a refactoring must not change what
+# memsnap prints or writes. After a deliberate change of an output, regenerate them with
+#   MEMSNAP_UPDATE_EXPECTED=1 tests/cli/outputs/test_outputs.sh build/bin/memsnap
+# and review the diff.
+# Usage: test_outputs.sh MEMSNAP
+set -eu
+memsnap=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+expected=$here/expected
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+mkdir out
+
+# run NAME CMD...: the command's standard output, then its standard error and exit status.
+run() {
+  name=$1
+  shift
+  status=0
+  "$@" >out/"$name".stdout 2>out/"$name".stderr || status=$?
+  {
+    cat out/"$name".stdout
+    echo "--- stderr"
+    cat out/"$name".stderr
+    echo "--- exit $status"
+  } >out/"$name".out
+  rm out/"$name".stdout out/"$name".stderr
+}
+# file NAME FILE: a written file as it is (text up to 32 KB) or as a checksum.
+file() {
+  if [ "$(wc -c <"$2")" -gt 32768 ] || LC_ALL=C grep -q '[^[:print:][:space:]]' "$2"; then
+    cksum <"$2" >out/"$1".out
+  else
+    cp "$2" out/"$1".out
+  fi
+}
+
+awk -f "$here/workload.awk" >w.lackey
+m=$memsnap
+run convert $m convert w.lackey w.mtr
+file w.mtr w.mtr
+run info $m info w.mtr
+run info-json $m info --json w.mtr
+run info-check $m info --check w.mtr
+run info-lackey $m info w.lackey
+run dump $m dump w.mtr --from 5000 --limit 40
+run dump-din $m dump --format din w.mtr --limit 20
+run convert-din $m convert w.mtr w.din
+file w.din w.din
+run hierarchies $m hierarchies
+run sim $m sim -H nehalem -H 32k/64/8,256k/64/8 w.mtr
+run sim-json $m sim -H nehalem --json w.mtr
+run sim-evaluation $m sim -H evaluation w.mtr
+run profile $m profile -o p.psnap w.mtr
+file p.psnap p.psnap
+run profile-lossy $m profile --site-cap 64 -o lossy.psnap w.mtr
+file lossy.psnap lossy.psnap
+run profile-lossless $m profile --lossless -o lossless.psnap w.mtr
+file lossless.psnap lossless.psnap
+run show $m show p.psnap
+run show-all $m show lossy.psnap --all
+run replay $m replay p.psnap --limit 30
+run replay-mtr $m replay lossy.psnap -o r.mtr
+run replay-dump $m dump r.mtr --from 3000 --limit 30
+run verify $m verify p.psnap w.mtr
+run verify-lossy $m verify lossy.psnap w.mtr
+run surface $m surface -w 8:128 -d 1:4096 w.mtr
+run surface-json $m surface -w 64 -d 1:1024 --format json w.mtr
+run scores $m scores w.mtr
+run signature $m signature -o s.sig w.mtr
+file s.sig s.sig
+run show-sig $m show s.sig
+run show-sig-json $m show s.sig --json
+run synth $m synth s.sig -o seed.mtr
+run seed-info $m info seed.mtr
+run seed-sim $m sim -H nehalem seed.mtr
+run compare $m compare w.mtr r.mtr
+run compare-json $m compare --json w.mtr p.psnap
+run compare-matrix $m compare w.mtr r.mtr p.psnap s.sig
+run recover $m recover w.mtr -o rec.mtr
+run recover-dump $m dump rec.mtr --limit 10
+run bad-option $m sim --bogus w.mtr
+run bad-file $m info w.lackey.missing
+
+if [ "${MEMSNAP_UPDATE_EXPECTED:-}" = 1 ]; then
+  rm -rf "$expected"
+  cp -r out "$expected"
+  echo "test_outputs: expected outputs written to $expected"
+  exit 0
+fi
+if diff -r -u "$expected" out >diff.txt; then
+  echo "test_outputs: $(ls out | wc -l) outputs as expected"
+else
+  cat diff.txt
+  echo "test_outputs: outputs differ from $expected (above)" >&2
+  exit 1
+fi
