@@ -13,6 +13,7 @@
 
 #include "memsnap/capture.h"
 #include "memsnap/input.h"
+#include "memsnap/open.h"
 #include "memsnap/psnap.h"
 #include "memsnap/synth.h"
 #include "memsnap/trace.h"
@@ -123,35 +124,11 @@ void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out) {
   out->program_argv = program_argv;
 }
 
-static uint64_t seed_footprint, seed_length;
-static int seed_expansion;
-
-void cli_set_seed_expansion(uint64_t footprint, uint64_t length) {
-  seed_footprint = footprint;
-  seed_length = length;
-  seed_expansion = footprint || length;
-}
-
 int cli_parse_expansion_option(const char *command, int option, const char *text,
                                uint64_t *footprint, uint64_t *length) {
   if (cli_parse_count(text, option == 'F' ? footprint : length) == 0) return 0;
   cli_error(command, "bad %s '%s'", option == 'F' ? "--footprint" : "--length", text);
   return 2;
-}
-
-/* Opens `path` as an expanded seed (see cli_set_seed_expansion). */
-static int open_expanded_seed(const char *path, ms_source **out) {
-  ms_mtr_stat stat;
-  ms_stream_info info = {0};
-  ms_seed_info seed = {0};
-  int rc = ms_mtr_stat_file(path, &stat, &info);
-  if (rc == MS_OK) rc = ms_seed_info_parse(&info, path, &seed);
-  ms_stream_info_clear(&info);
-  if (rc == 0)
-    rc = ms_error_set(MS_ERR_ARG, "%s: --footprint/--length expand trace seeds only", path);
-  if (rc < 0) return rc;
-  uint64_t footprint = seed_footprint ? seed_footprint : seed.footprint;
-  return ms_seed_source_open(path, ms_seed_replications(&seed, footprint), seed_length, out);
 }
 
 /* The source that observes a live program, whose exit status the command passes through. */
@@ -164,16 +141,11 @@ static void pass_tool_messages(void *context, const char *text, size_t length) {
   fwrite(text, 1, length, stderr);
 }
 
-static ms_capture_options capture_options = {
-    .tool_dir = NULL, .quiet = 1, .tool_messages = pass_tool_messages};
-
-void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off) {
-  capture_options.via = (ms_capture_via)via;
-  capture_options.sample_on = sample_on;
-  capture_options.sample_off = sample_off;
+void cli_open_options_init(ms_open_options *options) {
+  memset(options, 0, sizeof *options);
+  options->capture.quiet = 1;
+  options->capture.tool_messages = pass_tool_messages;
 }
-
-void cli_set_follow_exec(int follow) { capture_options.no_follow_exec = !follow; }
 
 int cli_parse_via(const char *text, int *via) {
   if (strcmp(text, "auto") == 0)
@@ -199,22 +171,14 @@ int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off) {
 }
 
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
-                           char **program_argv) {
-  ms_source *source = NULL;
-  int rc;
-  if (program_argc > 0) {
-    rc = ms_capture_open(&capture_options, program_argc, program_argv, &source);
-  } else if (path && ms_psnap_detect(path)) {
-    rc = ms_psnap_open(path, &source);
-  } else if (path && seed_expansion) {
-    rc = open_expanded_seed(path, &source);
-  } else if (path) {
-    rc = ms_trace_open(path, &source);
-  } else {
-    cli_error(command, "no input: give a trace file or -- PROGRAM ARGS");
-    return NULL;
+                           char **program_argv, const ms_open_options *options) {
+  ms_open_options defaults;
+  if (!options) {
+    cli_open_options_init(&defaults);
+    options = &defaults;
   }
-  if (rc < 0) {
+  ms_source *source = NULL;
+  if (ms_open(path, program_argc, program_argv, options, &source) < 0) {
     cli_fail(command);
     return NULL;
   }

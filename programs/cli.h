@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "memsnap/memsnap.h"
+#include "memsnap/open.h"
 
 /* Every subcommand: int cmd_NAME(int argc, char **argv), argv[0] is the subcommand name.
  * Returns the process exit status. */
@@ -68,25 +69,20 @@ typedef struct cli_inputs {
 } cli_inputs;
 void cli_split_inputs(int argc, char **argv, int optind, cli_inputs *out);
 
-/* Opens a trace file (format detected from its contents) or, when program_argc > 0,
- * starts the program under observation. Prints the error and returns NULL on failure. */
+/* The options the CLI opens inputs with (memsnap/open.h): Valgrind run quietly, its own
+ * messages passed to standard error; commands then set capture (record) or seed expansion
+ * (sim, compare). */
+void cli_open_options_init(ms_open_options *options);
+/* Opens any input through ms_open: a file of any kind or, when program_argc > 0, the
+ * program under observation. options NULL: cli_open_options_init's. Prints the error and
+ * returns NULL on failure. */
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,
-                           char **program_argv);
+                           char **program_argv, const ms_open_options *options);
 
-/* How cli_open_source observes a live program: via (ms_capture_via: auto, valgrind, rt)
- * and interval sampling (sample_on = 0: every access). Set by `record` before opening. */
-void cli_set_capture(int via, uint64_t sample_on, uint64_t sample_off);
-/* Whether the Valgrind path follows an execve into the new program (default 1). */
-void cli_set_follow_exec(int follow);
 /* Parses --via (auto, valgrind, rt) and --sample ON/OFF (counts as cli_parse_count);
  * -1 on a malformed value. */
 int cli_parse_via(const char *text, int *via);
 int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off);
-/* Expansion of trace seeds (memsnap synth) by cli_open_source: when footprint or length is
- * non-zero, a seed file is replicated to the footprint (bytes; 0: the seed's own default,
- * at least its minimum replications) and repeated to `length` accesses (0: one pass). A
- * plain trace is then an error. Options --footprint/--length of `memsnap sim`. */
-void cli_set_seed_expansion(uint64_t footprint, uint64_t length);
 /* Parses the value of --footprint (option 'F') or --length ('L') into *footprint or
  * *length; returns 0, or 2 after a one-line error naming the option. */
 int cli_parse_expansion_option(const char *command, int option, const char *text,

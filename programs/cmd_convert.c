@@ -60,7 +60,7 @@ int cmd_convert(int argc, char **argv) {
     cli_error(argv[0], "%s: cannot tell the output format from its name (use --to mtr|din)", out);
     return 2;
   }
-  ms_source *source = cli_open_source(argv[0], in, 0, NULL);
+  ms_source *source = cli_open_source(argv[0], in, 0, NULL, NULL);
   if (!source) return 1;
   ms_sink *sink;
   int rc = ms_trace_sink_new(out, to, &sink);

@@ -108,7 +108,7 @@ int cmd_dump(int argc, char **argv) {
     return 2;
   }
   ms_source *source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL,
-                                      inputs.program_argc, inputs.program_argv);
+                                      inputs.program_argc, inputs.program_argv, NULL);
   if (!source) return 1;
   text_sink text = {.base = {&text_ops}, .index = from};
   ms_sink *sink = &text.base;

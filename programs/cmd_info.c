@@ -34,7 +34,7 @@ typedef struct trace_summary {
 /* Lackey and din: stream the whole file, counting per kind and threads. */
 static int count_by_streaming(const char *path, trace_summary *summary, ms_stream_info *info) {
   ms_source *source;
-  int rc = ms_psnap_detect(path) ? ms_psnap_open(path, &source) : ms_trace_open(path, &source);
+  int rc = ms_open(path, 0, NULL, NULL, &source);
   if (rc < 0) return rc;
   ms_batch batch;
   rc = ms_batch_init(&batch, 0);

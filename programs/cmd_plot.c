@@ -199,7 +199,7 @@ static int scores_of(const char *command, const char *path, int program_argc, ch
     cli_fail(command);
     goto done;
   }
-  source = cli_open_source(command, path, program_argc, program_argv);
+  source = cli_open_source(command, path, program_argc, program_argv, NULL);
   if (!source) goto done;
   ms_sink *first = sampler ? sampler : sink;
   if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, out) < 0) {

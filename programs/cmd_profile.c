@@ -200,7 +200,7 @@ int cmd_profile(int argc, char **argv) {
     goto out;
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
-                           inputs.program_argv);
+                           inputs.program_argv, NULL);
   int zst = compress ||
             ((output_length = strlen(output)) > 4 && !strcmp(output + output_length - 4, ".zst"));
   if (source && ms_pipeline_run(source, &builder, 1, 0) >= 0 &&

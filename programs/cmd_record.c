@@ -134,8 +134,12 @@ int cmd_record(int argc, char **argv) {
     cli_error(argv[0], "%s", ms_error_message());
     goto done;
   }
-  cli_set_capture(via, sample_on, sample_off);
-  cli_set_follow_exec(follow_exec);
+  ms_open_options open_options;
+  cli_open_options_init(&open_options);
+  open_options.capture.via = (ms_capture_via)via;
+  open_options.capture.sample_on = sample_on;
+  open_options.capture.sample_off = sample_off;
+  open_options.capture.no_follow_exec = !follow_exec;
   if (channel[0] >= 0) {
     ms_capture_options attach = {
         .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off};
@@ -145,7 +149,7 @@ int cmd_record(int argc, char **argv) {
       goto done;
     }
   } else {
-    source = cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv);
+    source = cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv, &open_options);
   }
   if (!source) goto done;
   /* Like system(): an interrupt from the terminal is for the program; the recording of

@@ -132,7 +132,7 @@ int cmd_scores(int argc, char **argv) {
     goto done;
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
-                           inputs.program_argv);
+                           inputs.program_argv, NULL);
   if (!source) goto done;
   ms_sink *first = sampler ? sampler : sink;
   if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, &scores) < 0) {

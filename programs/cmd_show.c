@@ -1,7 +1,7 @@
 /* memsnap show FILE [--json]: a readable summary of a memsnap file.
  *
- * The kind of file is told by its first line; each kind has one row in `formats` with its
- * summary function, so that a new format (a .psnap profile, ...) is one more row.
+ * The kind of file is told by its contents (ms_input_kind_of); each kind shown has one row
+ * in `formats` with its summary function, so that a new format is one more row.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,11 +9,12 @@
 
 #include "cli.h"
 #include "memsnap/input.h"
+#include "memsnap/open.h"
 #include "memsnap/psnap.h"
 #include "show.h"
 
 typedef struct show_format {
-  const char *first_line; /* prefix of the file's first line */
+  ms_input_kind kind;
   const char *name;
   int (*show)(const char *command, const char *path, int json);
   /* or, for a format with options of its own, the whole command line */
@@ -21,8 +22,8 @@ typedef struct show_format {
 } show_format;
 
 static const show_format formats[] = {
-    {"memsnap signature ", "memory signature (.sig)", show_signature, NULL},
-    {"psnap ", "PSnAP profile (.psnap, or compressed with zstd)", NULL, show_profile},
+    {MS_INPUT_SIGNATURE, "memory signature (.sig)", show_signature, NULL},
+    {MS_INPUT_PSNAP, "PSnAP profile (.psnap, or compressed with zstd)", NULL, show_profile},
 };
 
 /* Options of any format that take a value as the next argument. */
@@ -42,18 +43,13 @@ static const char *input_path(int argc, char **argv) {
   return NULL;
 }
 
-/* The format whose first line starts `path`'s, or NULL (with *line the line read). The
- * look goes through ms_input_peek: standard input or a pipe keeps its bytes for the
- * reader. */
-static const show_format *format_of(const char *path, char *line, size_t size) {
-  size_t n;
-  if (ms_input_peek(path, 0, line, size - 1, &n) < 0) n = 0;
-  line[n] = '\0';
-  line[strcspn(line, "\n")] = '\0';
+/* The format of `path`'s kind, or NULL. The look leaves standard input or a pipe whole
+ * for the reader. */
+static const show_format *format_of(const char *path) {
+  ms_input_kind kind;
+  if (ms_input_kind_of(path, &kind) < 0) return NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-    if (strncmp(line, formats[i].first_line, strlen(formats[i].first_line)) == 0)
-      return &formats[i];
-  if (ms_psnap_detect(path)) return &formats[1]; /* a zstd-compressed profile */
+    if (formats[i].kind == kind) return &formats[i];
   return NULL;
 }
 
@@ -75,9 +71,9 @@ int cmd_show(int argc, char **argv) {
   static const struct option long_options[] = {
       {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int c, json = 0;
-  char line[256] = "";
+  char line[1];
   const char *first_input = input_path(argc, argv);
-  const show_format *format = first_input ? format_of(first_input, line, sizeof line) : NULL;
+  const show_format *format = first_input ? format_of(first_input) : NULL;
   if (format && format->show_command_line) return format->show_command_line(argc, argv);
   opterr = 0;
   optind = 1;
@@ -97,7 +93,7 @@ int cmd_show(int argc, char **argv) {
   const char *path = inputs.paths[0];
   size_t n;
   if (ms_input_peek(path, 0, line, 1, &n) < 0) return cli_fail(argv[0]); /* cannot open */
-  format = format_of(path, line, sizeof line);
+  format = format_of(path);
   if (format && format->show) return format->show(argv[0], path, json);
   cli_error(argv[0], "%s:1: not a file memsnap shows (memsnap show --help lists the kinds)",
             ms_input_name(path));

@@ -234,7 +234,7 @@ int cmd_signature(int argc, char **argv) {
     goto done;
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
-                           inputs.program_argv);
+                           inputs.program_argv, NULL);
   if (!source) goto done;
   ms_sink *sink = sample_sink ? sample_sink : model_sink;
   if (ms_pipeline_run(source, &sink, 1, 0) < 0) {

@@ -230,9 +230,13 @@ int cmd_sim(int argc, char **argv) {
     cli_fail(argv[0]);
     goto done;
   }
-  cli_set_seed_expansion(options.footprint, options.length);
+  ms_open_options open_options;
+  cli_open_options_init(&open_options);
+  open_options.expand_seeds = options.footprint || options.length;
+  open_options.seed_footprint = options.footprint;
+  open_options.seed_length = options.length;
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
-                           inputs.program_argv);
+                           inputs.program_argv, &open_options);
   if (!source) goto done;
   if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
     cli_fail(argv[0]);

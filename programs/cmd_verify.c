@@ -283,7 +283,7 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   trace = cli_open_source(argv[0], inputs.count == 2 ? inputs.paths[1] : NULL, inputs.program_argc,
-                          inputs.program_argv);
+                          inputs.program_argv, NULL);
   if (!trace) goto done;
   ms_batch kept = {0};
   if (ms_batch_init(&kept, 0) < 0) goto done;

@@ -27,17 +27,11 @@
 #include "memsnap/trace.h"
 #include "report.h"
 
-/* 1 if `path` is a trace seed (memsnap synth), 0 if not or if it cannot be opened (the
- * open that follows reports that). Seeds are .mtr: anything else is not opened here, so
- * that a Lackey or din stream (standard input, a pipe) is left whole for its reader. */
+/* 1 if `path` is a trace seed (memsnap synth); 0 if not or if it cannot be read (the open
+ * that follows reports that). */
 static int is_seed(const char *path) {
-  if (!path || ms_trace_detect(path) != MS_FORMAT_MTR) return 0;
-  ms_source *source = NULL;
-  if (ms_trace_open(path, &source) < 0) return 0;
-  ms_seed_info seed;
-  int rc = ms_seed_info_parse(ms_source_info(source), path, &seed);
-  ms_source_destroy(source);
-  return rc == 1;
+  ms_input_kind kind;
+  return path && ms_input_kind_of(path, &kind) == 0 && kind == MS_INPUT_SEED;
 }
 
 typedef struct source_result {
@@ -62,10 +56,14 @@ static int observe(const char *command, const char *path, int program_argc, char
     cli_fail(command);
     goto done;
   }
-  int seed = program_argc == 0 && is_seed(path);
-  cli_set_seed_expansion(seed ? o->footprint : 0, seed ? o->length : 0);
-  source = cli_open_source(command, path, program_argc, program_argv);
-  cli_set_seed_expansion(0, 0);
+  ms_open_options open_options;
+  cli_open_options_init(&open_options);
+  if (program_argc == 0 && (o->footprint || o->length) && is_seed(path)) {
+    open_options.expand_seeds = 1;
+    open_options.seed_footprint = o->footprint;
+    open_options.seed_length = o->length;
+  }
+  source = cli_open_source(command, path, program_argc, program_argv, &open_options);
   if (!source) goto done;
   if (ms_pipeline_run(source, sinks, 2, 0) < 0 || ms_hierarchy_set_flush(set) < 0) {
     cli_fail(command);

@@ -7,18 +7,13 @@
 
 #include "cli.h"
 #include "memsnap/input.h"
+#include "memsnap/open.h"
 #include "memsnap/sample.h"
 #include "memsnap/signature.h"
 
 int locality_is_signature(const char *path) {
-  size_t n = path ? strlen(path) : 0;
-  if (n > 4 && !strcmp(path + n - 4, ".sig")) return 1;
-  /* any other name ("-", a pipe): its first line (a look that leaves it whole) */
-  static const char first[] = "memsnap signature ";
-  char head[sizeof first - 1];
-  size_t got;
-  return path && ms_input_peek(path, 0, head, sizeof head, &got) == 0 && got == sizeof head &&
-         !memcmp(head, first, sizeof head);
+  ms_input_kind kind;
+  return path && ms_input_kind_of(path, &kind) == 0 && kind == MS_INPUT_SIGNATURE;
 }
 
 int locality_parse_format(const char *command, const char *value, const char **format) {
@@ -153,7 +148,7 @@ int locality_surface_observe(const char *command, const char *path, int program_
     cli_fail(command);
     goto done;
   }
-  source = cli_open_source(command, path, program_argc, program_argv);
+  source = cli_open_source(command, path, program_argc, program_argv, NULL);
   if (!source) goto done;
   ms_sink *sinks[2] = {sampler ? sampler : sink, exact_sampler ? exact_sampler : exact_sink};
   if (ms_pipeline_run(source, sinks, exact ? 2 : 1, 0) < 0) {

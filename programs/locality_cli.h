@@ -16,8 +16,8 @@ typedef struct locality_input_options {
   uint64_t sample_on, sample_off;
 } locality_input_options;
 
-/* 1 if path names a memory signature: a .sig, or any input whose first line is a
- * signature's ("-", a pipe). */
+/* 1 if path holds a memory signature (ms_input_kind_of: its first line, or an empty or
+ * unreadable .sig). */
 int locality_is_signature(const char *path);
 
 /* The surface of a trace, of a live program (program_argc > 0) or of a .sig (derived from

@@ -14,6 +14,7 @@
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
 #include "memsnap/input.h"
+#include "memsnap/open.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"
 #include "memsnap/sample.h"
