@@ -12,6 +12,7 @@
 #include "memsnap/capture.h"
 #include "memsnap/chase.h"
 #include "memsnap/error.h"
+#include "memsnap/evaluation.h"
 #include "memsnap/fold.h"
 #include "memsnap/input.h"
 #include "memsnap/open.h"
@@ -25,5 +26,6 @@
 #include "memsnap/surface.h"
 #include "memsnap/synth.h"
 #include "memsnap/trace.h"
+#include "memsnap/verify.h"
 
 #endif

@@ -801,26 +801,6 @@ int ms_surface_depth_index(const ms_surface *surface, uint64_t depth) {
   return -1;
 }
 
-int ms_surface_difference(const ms_surface *a, const ms_surface *b, double *mean_abs_diff,
-                          int *points) {
-  double sum = 0.0;
-  int n = 0;
-  for (int i = 0; i < a->width_count; i++) {
-    int j = ms_surface_width_index(b, a->widths[i]);
-    if (j < 0) continue;
-    for (int k = 0; k < a->depth_count; k++) {
-      int l = ms_surface_depth_index(b, a->depths[k]);
-      if (l < 0) continue;
-      sum += fabs(a->hit_rate[i][k] - b->hit_rate[j][l]);
-      n++;
-    }
-  }
-  if (points) *points = n;
-  if (n == 0) return ms_error_set(MS_ERR_ARG, "the two surfaces share no (width, depth) point");
-  *mean_abs_diff = sum / n;
-  return MS_OK;
-}
-
 /* ---- reports ---- */
 
 int ms_surface_write_table(FILE *out, const ms_surface *s) {

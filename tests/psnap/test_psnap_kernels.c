@@ -25,8 +25,11 @@
 #include <cmocka.h>
 #include <zstd.h>
 
+#include "memsnap/error.h"
+#include "memsnap/open.h"
 #include "memsnap/psnap.h"
 #include "memsnap/trace.h"
+#include "memsnap/verify.h"
 #include "testutil.h"
 
 static char *dir;
@@ -61,22 +64,42 @@ static long file_size(const char *name) {
   return (long)st.st_size;
 }
 
-/* Value after `key` in dir/out, e.g. "L1 mean " -> 0.25. */
-static double value_after(const char *key) {
-  char *out = test_read_in(dir, "out");
-  assert_non_null(out);
-  char *at = strstr(out, key);
-  if (!at) fail_msg("'%s' not in:\n%s", key, out);
-  double value = strtod(at + strlen(key), NULL);
-  free(out);
-  return value;
-}
-
 static void assert_out_contains(const char *text) {
   char *out = test_read_in(dir, "out");
   assert_non_null(out);
   if (!strstr(out, text)) fail_msg("'%s' not in:\n%s", text, out);
   free(out);
+}
+
+/* ms_psnap_verify of dir/profile against dir/trace: the library's result, not the CLI's
+ * text (test_outputs checks that text). Fails the test on an error. */
+static void verify_in(const char *profile, const char *trace, int no_cache, ms_verify_result *r) {
+  char profile_path[1024], trace_path[1024];
+  snprintf(profile_path, sizeof profile_path, "%s/%s", dir, profile);
+  snprintf(trace_path, sizeof trace_path, "%s/%s", dir, trace);
+  ms_source *source;
+  if (ms_open(trace_path, 0, NULL, NULL, &source) < 0) fail_msg("%s", ms_error_message());
+  ms_verify_options options = {.no_cache = no_cache};
+  int rc = ms_psnap_verify(profile_path, source, &options, r);
+  ms_source_destroy(source);
+  if (rc < 0) fail_msg("verify %s %s: %s", profile, trace, ms_error_message());
+}
+
+/* The replay is the trace, access for access and in order. */
+static void assert_replays_exactly(const char *profile, const char *trace) {
+  ms_verify_result r;
+  verify_in(profile, trace, 1, &r);
+  if (r.total == 0 || r.exact != r.total || r.diverged || r.extra || r.missing)
+    fail_msg("%s against %s: %llu of %llu accesses exact (%llu more in the trace, %llu more in "
+             "the profile)%s%s",
+             profile, trace, (unsigned long long)r.exact, (unsigned long long)r.total,
+             (unsigned long long)r.extra, (unsigned long long)r.missing,
+             r.diverged ? "; first divergence: " : "", r.diverged ? r.divergence : "");
+  ms_verify_result_free(&r);
+}
+
+static double percent(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * (double)part / (double)whole : 100.0;
 }
 
 /* text -> parse -> text is identical */
@@ -108,9 +131,7 @@ static void regular_kernels_replay_exactly_in_constant_size(void **state) {
       record(K->name, K->sizes[s], trace);
       assert_int_equal(
           test_memsnap_in(dir, "profile -q -f %s -o %s %s", K->function, profile, trace), 0);
-      assert_int_equal(test_memsnap_in(dir, "verify --no-cache %s %s", profile, trace), 0);
-      assert_out_contains("exact match: 100.0000%");
-      assert_out_contains("first divergence: none");
+      assert_replays_exactly(profile, trace);
       sizes[s] = file_size(profile);
       assert_round_trip(profile);
     }
@@ -135,8 +156,11 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
     char *text = test_read_in(dir, "lossy.psnap");
     assert_non_null(strstr(text, " lossy range 0x"));
     free(text);
-    assert_int_equal(test_memsnap_in(dir, "verify lossy.psnap %s", trace), 0);
-    double l1 = value_after("L1 mean "), l2 = value_after("L2 mean ");
+    ms_verify_result r;
+    verify_in("lossy.psnap", trace, 0, &r);
+    assert_true(r.has_rates);
+    double l1 = r.levels[0].mean * 100.0, l2 = r.levels[1].mean * 100.0;
+    ms_verify_result_free(&r);
     print_message("%-10s mean absolute hit-rate error L1 %.3f, L2 %.3f points\n", irregular[k].name,
                   l1, l2);
     assert_true(l1 <= 1.0);
@@ -144,8 +168,7 @@ static void irregular_kernels_are_lossy_within_one_point(void **state) {
     assert_int_equal(test_memsnap_in(dir, "profile -q --lossless -f %s -o exact.psnap %s",
                                      irregular[k].function, trace),
                      0);
-    assert_int_equal(test_memsnap_in(dir, "verify --no-cache exact.psnap %s", trace), 0);
-    assert_out_contains("exact match: 100.0000%");
+    assert_replays_exactly("exact.psnap", trace);
   }
 }
 
@@ -160,19 +183,19 @@ static void verify_compares_each_site_apart_from_order(void **state) {
   char *text = test_read_in(dir, "apart.psnap");
   assert_non_null(text);
   assert_non_null(strstr(text, "order lossy"));
-  assert_int_equal(test_memsnap_in(dir, "verify --no-cache apart.psnap apart.mtr"), 0);
-  assert_true(value_after("exact match: ") < 100.0);
-  assert_out_contains("the profile's order is lossy");
-  assert_true(value_after("exact match per site (each site's own accesses, order aside): ") ==
-              100.0);
-  unsigned sites = 0, whole = 0;
-  char *out = test_read_in(dir, "out");
-  char *at = strstr(out, "accesses of exact sites); ");
-  assert_non_null(at);
-  assert_int_equal(sscanf(at, "accesses of exact sites); %u of %u", &whole, &sites), 2);
-  free(out);
-  assert_true(sites > 0);
-  assert_int_equal(whole, sites);
+  ms_verify_result r;
+  verify_in("apart.psnap", "apart.mtr", 1, &r);
+  assert_true(percent(r.exact, r.total) < 100.0);
+  int lossy_threads = 0;
+  for (uint32_t t = 0; t < r.profile.thread_count; t++)
+    lossy_threads += r.profile.threads[t].lossy;
+  assert_true(lossy_threads > 0);
+  assert_true(r.own_compared > 0);
+  assert_int_equal(r.own_exact, r.own_compared);
+  assert_true(r.exact_sites > 0);
+  assert_int_equal(r.whole_sites, r.exact_sites);
+  uint32_t sites = r.exact_sites;
+  ms_verify_result_free(&r);
 
   /* the first address of the first site of more than one access, one word further */
   char *line = text;
@@ -197,14 +220,11 @@ static void verify_compares_each_site_apart_from_order(void **state) {
   fprintf(f, "%.*s @0x%llx%s", (int)(address - text), text, first + 8, rest);
   fclose(f);
   free(text);
-  assert_int_equal(test_memsnap_in(dir, "verify --no-cache edited.psnap apart.mtr"), 0);
-  assert_true(value_after("exact match per site (each site's own accesses, order aside): ") <
-              100.0);
-  out = test_read_in(dir, "out");
-  at = strstr(out, "accesses of exact sites); ");
-  assert_int_equal(sscanf(at, "accesses of exact sites); %u of %u", &whole, &sites), 2);
-  free(out);
-  assert_int_equal(whole, sites - 1);
+  verify_in("edited.psnap", "apart.mtr", 1, &r);
+  assert_true(r.own_exact < r.own_compared);
+  assert_int_equal(r.exact_sites, sites);
+  assert_int_equal(r.whole_sites, sites - 1);
+  ms_verify_result_free(&r);
 }
 
 /* Accesses [from, from + count) of a replay of dir/name, in batches of `capacity`. */
@@ -295,9 +315,7 @@ static void threads_replay_exactly(void **state) {
   record("threads4", 10000, "threads.mtr");
   assert_int_equal(test_memsnap_in(dir, "profile -q -f worker -o threads.psnap threads.mtr"), 0);
   assert_round_trip("threads.psnap");
-  assert_int_equal(test_memsnap_in(dir, "verify --no-cache threads.psnap threads.mtr"), 0);
-  assert_out_contains("exact match: 100.0000%");
-  assert_out_contains("first divergence: none");
+  assert_replays_exactly("threads.psnap", "threads.mtr");
   char *text = test_read_in(dir, "threads.psnap");
   assert_non_null(strstr(text, "threads 5\n"));
   free(text);
@@ -424,9 +442,7 @@ static void default_profile_is_the_executable(void **state) {
     for (uint32_t t = 0; t < profile.thread_count; t++)
       assert_false(profile.threads[t].lossy);
     ms_psnap_profile_free(&profile);
-    assert_int_equal(test_memsnap_in(dir, "verify --no-cache exe.psnap %s", trace), 0);
-    assert_out_contains("exact match: 100.0000%");
-    assert_out_contains("first divergence: none");
+    assert_replays_exactly("exe.psnap", trace);
     assert_int_equal(test_memsnap_in(dir, "show exe.psnap"), 0);
     assert_out_contains("accesses of the stream left out, ");
 
@@ -479,8 +495,7 @@ static void profile_through_exec_keeps_the_programs(void **state) {
   assert_int_equal(profile.access_count, kernel_split.inside + env_split.inside);
   assert_int_equal(profile.excluded, total - profile.access_count);
   ms_psnap_profile_free(&profile);
-  assert_int_equal(test_memsnap_in(dir, "verify --no-cache env.psnap env.mtr"), 0);
-  assert_out_contains("exact match: 100.0000%");
+  assert_replays_exactly("env.psnap", "env.mtr");
   free(kernel_split.pcs);
   free(kernel_split.other_pcs);
   free(env_split.pcs);
@@ -537,8 +552,7 @@ static void compressed_profiles_are_read_everywhere(void **state) {
                             "tail -n +2 sim-zst > sim-zst.2 && cmp -s sim-text.2 sim-zst.2",
                             dir),
                    0);
-  assert_int_equal(test_memsnap_in(dir, "verify --no-cache z-named.psnap z.mtr"), 0);
-  assert_out_contains("exact match: 100.0000%");
+  assert_replays_exactly("z-named.psnap", "z.mtr");
   assert_int_equal(test_memsnap_in(dir, "show z.psnap.zst"), 0);
   assert_out_contains("(zstd-compressed)");
   assert_out_contains("sites");

@@ -66,6 +66,7 @@ run replay-mtr $m replay lossy.psnap -o r.mtr
 run replay-dump $m dump r.mtr --from 3000 --limit 30
 run verify $m verify p.psnap w.mtr
 run verify-lossy $m verify lossy.psnap w.mtr
+run verify-json $m verify --json --sites 3 lossy.psnap w.mtr
 run surface $m surface -w 8:128 -d 1:4096 w.mtr
 run surface-json $m surface -w 64 -d 1:1024 --format json w.mtr
 run scores $m scores w.mtr
