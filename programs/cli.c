@@ -1,8 +1,6 @@
 /* Shared command-line pieces (see cli.h). */
 #include "cli.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +11,7 @@
 
 #include "memsnap/capture.h"
 #include "memsnap/input.h"
+#include "memsnap/number.h"
 #include "memsnap/open.h"
 #include "memsnap/psnap.h"
 #include "memsnap/synth.h"
@@ -246,25 +245,5 @@ int cli_program_status(const ms_source *source) {
 }
 
 int cli_parse_count(const char *text, uint64_t *value) {
-  errno = 0;
-  char *end;
-  if (!isdigit((unsigned char)text[0])) return -1;
-  unsigned long long number = strtoull(text, &end, 10);
-  if (errno) return -1;
-  uint64_t scale = 1;
-  if (*end) {
-    int binary = end[1] == 'i';
-    uint64_t base = binary ? 1024 : 1000;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': scale = base; break;
-    case 'M': scale = base * base; break;
-    case 'G': scale = base * base * base; break;
-    case 'T': scale = base * base * base * base; break;
-    default: return -1;
-    }
-    if (end[1 + binary] != '\0') return -1;
-  }
-  if (number > UINT64_MAX / scale) return -1;
-  *value = number * scale;
-  return 0;
+  return ms_parse_number_text(text, MS_NUMBER_COUNT, value);
 }

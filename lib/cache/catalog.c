@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "memsnap/cache.h"
+#include "memsnap/number.h"
 #include "memsnap/error.h"
 
 #include "hierarchy_catalog.h"
@@ -61,34 +62,9 @@ const ms_hierarchy_entry *ms_hierarchy_catalog_find(const char *name) {
   return NULL;
 }
 
-/* A decimal number with an optional binary suffix; 0 on success. */
+/* A decimal number, with a byte-size suffix when allowed (memsnap/number.h); 0 on success. */
 static int parse_number(const char *text, size_t length, int allow_suffix, uint64_t *value) {
-  if (length == 0 || !isdigit((unsigned char)text[0])) return -1;
-  uint64_t number = 0;
-  size_t i = 0;
-  for (; i < length && isdigit((unsigned char)text[i]); i++) {
-    unsigned digit = (unsigned)(text[i] - '0');
-    if (number > (UINT64_MAX - digit) / 10) return -1;
-    number = number * 10 + digit;
-  }
-  unsigned shift = 0;
-  if (i < length && allow_suffix) {
-    switch (text[i]) {
-    case 'k':
-    case 'K': shift = 10; break;
-    case 'm':
-    case 'M': shift = 20; break;
-    case 'g':
-    case 'G': shift = 30; break;
-    default: return -1;
-    }
-    i++;
-    if (i < length && text[i] == 'i') i++;
-    if (i < length && text[i] == 'B') i++;
-  }
-  if (i != length || number > (UINT64_MAX >> shift)) return -1;
-  *value = number << shift;
-  return 0;
+  return ms_parse_number(text, length, allow_suffix ? MS_NUMBER_BYTES : MS_NUMBER_PLAIN, value);
 }
 
 static int bad_level(const char *level, size_t length, const char *why) {

@@ -76,6 +76,7 @@
 
 #include "../core/jobs.h"
 #include "memsnap/error.h"
+#include "memsnap/number.h"
 #include "memsnap/surface.h"
 #include "reuse_stack.h"
 #include "surface_internal.h"
@@ -193,12 +194,7 @@ int ms_surface_config_check(const ms_surface_config *config) {
 }
 
 static int parse_number(const char *text, const char *end, uint64_t *value) {
-  char *stop;
-  if (text == end || *text < '0' || *text > '9') return -1;
-  unsigned long long v = strtoull(text, &stop, 10);
-  if (stop != end) return -1;
-  *value = v;
-  return 0;
+  return ms_parse_number(text, (size_t)(end - text), MS_NUMBER_PLAIN, value);
 }
 
 int ms_surface_parse_grid(const char *text, const char *what, uint64_t *values, int max,
