@@ -159,14 +159,7 @@ int cli_parse_via(const char *text, int *via) {
 }
 
 int cli_parse_sample(const char *text, uint64_t *on, uint64_t *off) {
-  const char *slash = strchr(text, '/');
-  if (!slash || slash == text || (size_t)(slash - text) >= 32) return -1;
-  char first[32];
-  memcpy(first, text, (size_t)(slash - text));
-  first[slash - text] = '\0';
-  if (cli_parse_count(first, on) != 0 || cli_parse_count(slash + 1, off) != 0 || *on == 0)
-    return -1;
-  return 0;
+  return ms_parse_sampling(text, on, off);
 }
 
 ms_source *cli_open_source(const char *command, const char *path, int program_argc,

@@ -164,17 +164,13 @@ int cmd_profile(int argc, char **argv) {
     }
   }
   if (status) goto out;
-  /* Measured on the workload set (docs/accuracy.md): high makes mg's and sort's orders
-   * exact and sqlite3's L1 error 0.9 points (4.7 at normal), at up to 14 s instead of 1.4
-   * for profiling a trace of 9 M accesses and 0.41 of the .mtr for sqlite3 (0.33). */
-  static const uint32_t presets[3][3] = {
-      {128, 16384, 64}, {512, 262144, 1024}, {4096, 1u << 20, 4096}};
-  if (!(explicit_caps & 1)) settings.site_cap = presets[fidelity][0];
-  if (!(explicit_caps & 2)) settings.order_cap = presets[fidelity][1];
-  if (!(explicit_caps & 4)) settings.order_window = presets[fidelity][2];
-  /* periods make the order of a lossless profile near exact; with lossy sites they raise
-   * most real programs' L1 error (lib/psnap/builder.c, PERIOD_FIRST) */
-  if (!(explicit_caps & 8)) settings.order_periods = settings.lossless ? 512 : 1;
+  /* the preset of the fidelity, then the caps given explicitly */
+  ms_psnap_options given = settings;
+  ms_psnap_options_preset(&settings, fidelity);
+  if (explicit_caps & 1) settings.site_cap = given.site_cap;
+  if (explicit_caps & 2) settings.order_cap = given.order_cap;
+  if (explicit_caps & 4) settings.order_window = given.order_window;
+  if (explicit_caps & 8) settings.order_periods = given.order_periods;
   settings.functions = functions;
   settings.lines = lines;
   cli_inputs inputs;

@@ -11,8 +11,6 @@
 
 #include "cli.h"
 #include "locality_cli.h"
-#include "memsnap/output.h"
-#include "memsnap/sample.h"
 #include "memsnap/scores.h"
 #include "report.h"
 
@@ -82,33 +80,6 @@ static int parse_options(int argc, char **argv, scores_options *o) {
   return -1;
 }
 
-/* The report of `scores` of the stream of `source` (read from `path`, NULL if live). */
-static int write_report(const char *command, const scores_options *o, const ms_scores *scores,
-                        const ms_source *source, const char *path) {
-  const ms_site_table *sites = ms_source_info(source)->sites;
-  report_observed observed;
-  if (report_observe(command, &observed, ms_source_info(source), path) < 0) return -1;
-  ms_output out;
-  char *json = NULL;
-  size_t json_length = 0;
-  int rc = report_open(command, &out, o->output, path == NULL);
-  if (rc < 0) goto done;
-  if (o->json) {
-    FILE *text = open_memstream(&json, &json_length);
-    rc = text ? ms_scores_write_json(text, scores, sites, o->top) : -1;
-    if (text && fclose(text) != 0) rc = -1;
-    if (rc >= 0) rc = report_write_json(out.file, &observed, json);
-  } else {
-    report_write_observed(out.file, &observed);
-    rc = ms_scores_write_table(out.file, scores, sites, o->top);
-  }
-  rc = report_finish(command, &out, rc);
-done:
-  free(json);
-  report_observed_free(&observed);
-  return rc;
-}
-
 int cmd_scores(int argc, char **argv) {
   scores_options o = {.top = 20};
   ms_scores_config_default(&o.config);
@@ -120,33 +91,28 @@ int cmd_scores(int argc, char **argv) {
     cli_error(argv[0], "give one input: a trace or -- PROGRAM ARGS");
     return 2;
   }
-  ms_scores_builder *builder = NULL;
-  ms_sink *sink = NULL, *sampler = NULL;
+  ms_analysis *scores = NULL;
   ms_source *source = NULL;
-  ms_scores scores = {0};
   status = 1;
-  if (ms_scores_builder_new(&o.config, &builder) < 0 || ms_scores_sink_new(builder, &sink) < 0 ||
-      (o.sample_on &&
-       ms_sample_sink_new(sink, o.sample_on, o.sample_off, NULL, NULL, &sampler) < 0)) {
+  if (ms_scores_analysis_new(&o.config, o.top, (ms_analysis_sampling){o.sample_on, o.sample_off},
+                             &scores) < 0) {
     cli_fail(argv[0]);
     goto done;
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv, NULL);
   if (!source) goto done;
-  ms_sink *first = sampler ? sampler : sink;
-  if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, &scores) < 0) {
+  ms_sink *sink = ms_analysis_sink(scores);
+  if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
     cli_fail(argv[0]);
     goto done;
   }
-  if (write_report(argv[0], &o, &scores, source, inputs.count ? inputs.paths[0] : NULL) < 0)
+  if (report_analysis(argv[0], scores, source, inputs.count ? inputs.paths[0] : NULL, o.output,
+                      o.json ? MS_REPORT_JSON : MS_REPORT_TEXT) < 0)
     goto done;
   status = cli_program_status(source);
 done:
-  ms_scores_clear(&scores);
   ms_source_destroy(source);
-  ms_sink_destroy(sampler);
-  ms_sink_destroy(sink);
-  ms_scores_builder_free(builder);
+  ms_analysis_free(scores);
   return status;
 }

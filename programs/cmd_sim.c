@@ -163,33 +163,6 @@ static int parse_options(int argc, char **argv, sim_options *options) {
   return -1;
 }
 
-/* The report of `set` after the stream of `source` (read from `path`, NULL if live). */
-static int write_report(const char *command, const sim_options *options,
-                        const ms_hierarchy_set *set, const ms_source *source, const char *path) {
-  const ms_stream_info *info = ms_source_info(source);
-  report_observed observed;
-  if (report_observe(command, &observed, info, path) < 0) return -1;
-  ms_output out;
-  char *json = NULL;
-  size_t json_length = 0;
-  int rc = report_open(command, &out, options->output, path == NULL);
-  if (rc < 0) goto done;
-  if (options->json) {
-    FILE *text = open_memstream(&json, &json_length);
-    rc = text ? ms_cache_report_json(text, set, info->sites, options->top) : -1;
-    if (text && fclose(text) != 0) rc = -1;
-    if (rc >= 0) rc = report_write_json(out.file, &observed, json);
-  } else {
-    report_write_observed(out.file, &observed);
-    rc = ms_cache_report_text(out.file, set, info->sites, options->top);
-  }
-  rc = report_finish(command, &out, rc);
-done:
-  free(json);
-  report_observed_free(&observed);
-  return rc;
-}
-
 int cmd_sim(int argc, char **argv) {
   sim_options options = {.names = calloc((size_t)argc + 1, sizeof(char *)),
                          .policy = MS_CACHE_LRU,
@@ -222,11 +195,10 @@ int cmd_sim(int argc, char **argv) {
 
   int count;
   ms_hierarchy_config *configs = build_configs(argv[0], &options, &count, &status);
-  ms_hierarchy_set *set = NULL;
-  ms_sink *sink = NULL;
+  ms_analysis *sim = NULL;
   ms_source *source = NULL;
   if (!configs) goto done;
-  if (ms_hierarchy_set_new(configs, count, &set) < 0 || ms_cache_sink_new(set, &sink) < 0) {
+  if (ms_sim_analysis_new(configs, count, options.top, &sim) < 0) {
     cli_fail(argv[0]);
     goto done;
   }
@@ -238,17 +210,18 @@ int cmd_sim(int argc, char **argv) {
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv, &open_options);
   if (!source) goto done;
+  ms_sink *sink = ms_analysis_sink(sim);
   if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
     cli_fail(argv[0]);
     goto done;
   }
-  if (write_report(argv[0], &options, set, source, inputs.count ? inputs.paths[0] : NULL) < 0)
+  if (report_analysis(argv[0], sim, source, inputs.count ? inputs.paths[0] : NULL, options.output,
+                      options.json ? MS_REPORT_JSON : MS_REPORT_TEXT) < 0)
     goto done;
   status = cli_program_status(source);
 done:
   ms_source_destroy(source);
-  ms_sink_destroy(sink);
-  ms_hierarchy_set_free(set);
+  ms_analysis_free(sim);
   free(configs);
   free(options.names);
   return status;

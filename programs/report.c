@@ -1,7 +1,6 @@
 /* Reports: their destination and what they observed (see report.h). */
 #include "report.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,97 +9,28 @@
 
 int report_observe(const char *command, report_observed *observed, const ms_stream_info *info,
                    const char *path) {
-  memset(observed, 0, sizeof *observed);
-  observed->exit_status = info->exit_status;
-  observed->truncated = (info->flags & MS_STREAM_TRUNCATED) != 0;
-  /* exit_status is 128 + the signal of a killed program, whose stream is then truncated
-   * (memsnap/stream.h); a program that replaced itself unobserved (EXEC) is truncated too,
-   * with the status of what it became. */
-  if (observed->truncated && !(info->flags & MS_STREAM_EXEC) && info->exit_status > 128 &&
-      info->exit_status < 128 + 65)
-    observed->signal = info->exit_status - 128;
+  if (ms_observed_take(observed, info, path) == 0) return 0;
+  cli_fail(command);
+  return -1;
+}
+
+void report_add_observed_json(json_object *object, const report_observed *observed) {
+  char *text = NULL;
   size_t length = 0;
-  const char *program = info->program ? info->program : info->argc > 0 ? info->argv[0] : NULL;
-  if (program) {
-    length = strlen(program) + 1;
-    for (int i = 1; i < info->argc; i++)
-      length += strlen(info->argv[i]) + 1;
-    observed->program = malloc(length);
+  FILE *out = open_memstream(&text, &length);
+  if (!out) return;
+  int rc = ms_observed_write_json(out, observed, NULL);
+  json_object *fields = fclose(out) == 0 && rc == 0 ? json_tokener_parse(text) : NULL;
+  free(text);
+  if (!fields) return;
+  json_object_object_foreach(fields, key, value) {
+    json_object_object_add(object, key, json_object_get(value));
   }
-  if (path) observed->input = strdup(ms_input_name(path));
-  if ((program && !observed->program) || (path && !observed->input)) {
-    report_observed_free(observed);
-    cli_error(command, "out of memory");
-    return -1;
-  }
-  if (program) {
-    strcpy(observed->program, program);
-    for (int i = 1; i < info->argc; i++) {
-      strcat(observed->program, " ");
-      strcat(observed->program, info->argv[i]);
-    }
-  }
-  return 0;
-}
-
-void report_observed_free(report_observed *observed) {
-  free(observed->program);
-  free(observed->input);
-  memset(observed, 0, sizeof *observed);
-}
-
-/* "SIGTERM" for 15 (into name, 16 bytes). */
-static const char *signal_name(int signal, char *name) {
-  const char *abbrev = sigabbrev_np(signal);
-  snprintf(name, 16, "SIG%s", abbrev ? abbrev : "?");
-  return name;
-}
-
-void report_write_observed(FILE *out, const report_observed *o) {
-  char name[16];
-  fprintf(out, "observed: %s", o->program ? o->program : "(program unknown)");
-  if (o->input) fprintf(out, " (from %s)", o->input);
-  if (o->signal)
-    fprintf(out, ": killed by %s (signal %d)", signal_name(o->signal, name), o->signal);
-  else if (o->exit_status >= 0)
-    fprintf(out, ": exit status %d", o->exit_status);
-  else
-    fprintf(out, ": exit status unknown");
-  fprintf(out, "; %s\n",
-          o->truncated > 0   ? "truncated: the accesses are those before the program stopped"
-          : o->truncated < 0 ? "whether it is complete is not known"
-                             : "complete");
-}
-
-void report_add_observed_json(json_object *object, const report_observed *o) {
-  json_object_object_add(object, "program", o->program ? json_object_new_string(o->program) : NULL);
-  if (o->input) json_object_object_add(object, "input", json_object_new_string(o->input));
-  json_object_object_add(object, "exit_status",
-                         o->exit_status >= 0 ? json_object_new_int(o->exit_status) : NULL);
-  char name[16];
-  json_object_object_add(object, "signal",
-                         o->signal ? json_object_new_string(signal_name(o->signal, name)) : NULL);
-  json_object_object_add(object, "truncated",
-                         o->truncated >= 0 ? json_object_new_boolean(o->truncated) : NULL);
+  json_object_put(fields);
 }
 
 int report_write_json(FILE *out, const report_observed *observed, const char *json) {
-  json_object *parsed = json_tokener_parse(json);
-  if (!parsed || !json_object_is_type(parsed, json_type_object)) {
-    json_object_put(parsed);
-    return -1;
-  }
-  json_object *root = json_object_new_object();
-  report_add_observed_json(root, observed);
-  json_object_object_foreach(parsed, key, value) {
-    json_object_object_add(root, key, json_object_get(value));
-  }
-  fprintf(out, "%s\n",
-          json_object_to_json_string_ext(root,
-                                         JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-  json_object_put(root);
-  json_object_put(parsed);
-  return 0;
+  return ms_observed_write_json(out, observed, json) == 0 ? 0 : -1;
 }
 
 int report_open(const char *command, ms_output *out, const char *path, int live) {
@@ -125,4 +55,12 @@ int report_finish(const char *command, ms_output *out, int rc) {
   ms_output_abort(out);
   cli_error(command, "cannot write the report");
   return -1;
+}
+
+int report_analysis(const char *command, const ms_analysis *analysis, const ms_source *source,
+                    const char *path, const char *output, ms_report_format format) {
+  ms_output out;
+  if (report_open(command, &out, output, path == NULL) < 0) return -1;
+  int rc = ms_analysis_report(analysis, ms_source_info(source), path, out.file, format);
+  return report_finish(command, &out, rc);
 }

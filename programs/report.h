@@ -14,29 +14,22 @@
 #include <json-c/json.h>
 #include <stdio.h>
 
+#include "memsnap/analysis.h"
 #include "memsnap/output.h"
 #include "memsnap/stream.h"
 
-typedef struct report_observed {
-  char *program;   /* the program and its arguments, NULL if unknown */
-  char *input;     /* the file read, NULL for a live program */
-  int exit_status; /* -1 unknown */
-  int signal;      /* the signal that killed the program, 0 if none */
-  int truncated;   /* 1 a prefix of the run, 0 complete, -1 not known (a .sig) */
-} report_observed;
+/* What a stream was observed from (memsnap/analysis.h). */
+typedef ms_observed report_observed;
 
-/* Takes what `info` says of the stream read from `path` (NULL: a live program). Returns 0,
- * or -1 out of memory (message printed). */
+/* ms_observed_take, with the message printed on failure (out of memory): 0 or -1. */
 int report_observe(const char *command, report_observed *observed, const ms_stream_info *info,
                    const char *path);
-void report_observed_free(report_observed *observed);
-
-/* "observed: PROGRAM ARGS (trace FILE): exit status N | killed by SIG; complete | truncated". */
-void report_write_observed(FILE *out, const report_observed *observed);
-/* Adds "program", "exit_status", "signal" and "truncated" to `object`. */
+#define report_observed_free ms_observed_free
+#define report_write_observed ms_observed_write_text
+/* Adds "program", "input", "exit_status", "signal" and "truncated" to `object`, as
+ * ms_observed_write_json writes them. */
 void report_add_observed_json(json_object *object, const report_observed *observed);
-/* Writes the JSON object `json` (a report written by the library) with the fields of
- * report_add_observed_json first. Returns 0, or -1 if `json` is not an object. */
+/* ms_observed_write_json: 0, or -1 if `json` is not an object. */
 int report_write_json(FILE *out, const report_observed *observed, const char *json);
 
 /* Opens the report: `path` if given ("-": standard output), else standard error for a live
@@ -47,5 +40,11 @@ int report_commit(const char *command, ms_output *out);
 /* Ends the report: commits it, or, when `rc` is negative or a write failed, removes it
  * and says "cannot write the report". Returns 0 or -1. */
 int report_finish(const char *command, ms_output *out, int rc);
+
+/* The report of `analysis` (ms_analysis_report) after the stream of `source`, read from
+ * `path` (NULL: a live program), to `output` by report_open's rules. 0, or -1 after a
+ * message. */
+int report_analysis(const char *command, const ms_analysis *analysis, const ms_source *source,
+                    const char *path, const char *output, ms_report_format format);
 
 #endif

@@ -8,6 +8,7 @@
 #define MEMSNAP_H
 
 #include "memsnap/access.h"
+#include "memsnap/analysis.h"
 #include "memsnap/cache.h"
 #include "memsnap/capture.h"
 #include "memsnap/chase.h"
@@ -15,6 +16,7 @@
 #include "memsnap/evaluation.h"
 #include "memsnap/fold.h"
 #include "memsnap/input.h"
+#include "memsnap/number.h"
 #include "memsnap/open.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"

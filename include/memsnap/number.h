@@ -30,6 +30,8 @@ typedef enum ms_number_rule {
 int ms_parse_number(const char *text, size_t length, ms_number_rule rule, uint64_t *value);
 /* The same for a NUL-terminated text. */
 int ms_parse_number_text(const char *text, ms_number_rule rule, uint64_t *value);
+/* Interval sampling "ON/OFF": two counts, ON > 0 (1M/9M: keep a million, drop nine). */
+int ms_parse_sampling(const char *text, uint64_t *on, uint64_t *off);
 
 #ifdef __cplusplus
 }

@@ -322,6 +322,10 @@ typedef struct ms_psnap_options {
 } ms_psnap_options;
 
 void ms_psnap_options_default(ms_psnap_options *options);
+/* The caps of a fidelity (0 low, 1 normal: the defaults, 2 high) into site_cap, order_cap
+ * and order_window, and the order periods that suit options->lossless (512 for lossless
+ * sites, 1 otherwise), into order_periods. Measured on the workload set (docs/accuracy.md). */
+void ms_psnap_options_preset(ms_psnap_options *options, int fidelity);
 /* A sink that builds a profile; ms_psnap_builder_take hands it over after the stream ends. */
 int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out);
 int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);

@@ -42,3 +42,15 @@ int ms_parse_number(const char *text, size_t length, ms_number_rule rule, uint64
 int ms_parse_number_text(const char *text, ms_number_rule rule, uint64_t *value) {
   return ms_parse_number(text, strlen(text), rule, value);
 }
+
+int ms_parse_sampling(const char *text, uint64_t *on, uint64_t *off) {
+  const char *slash = strchr(text, '/');
+  if (!slash || slash == text) return -1;
+  uint64_t kept, dropped;
+  if (ms_parse_number(text, (size_t)(slash - text), MS_NUMBER_COUNT, &kept) != 0 ||
+      ms_parse_number_text(slash + 1, MS_NUMBER_COUNT, &dropped) != 0 || kept == 0)
+    return -1;
+  *on = kept;
+  *off = dropped;
+  return 0;
+}

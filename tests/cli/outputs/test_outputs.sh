@@ -80,6 +80,25 @@ run seed-sim $m sim -H nehalem seed.mtr
 run compare $m compare w.mtr r.mtr
 run compare-json $m compare --json w.mtr p.psnap
 run compare-matrix $m compare w.mtr r.mtr p.psnap s.sig
+run sim-top $m sim -H 32k/64/8 --top 3 --policy fifo w.mtr
+run sim-all-json $m sim -H 16k/32/4,128k/64/8 --model cachegrind --json --top 2 w.mtr
+run scores-json $m scores --json --top 3 w.mtr
+run scores-sample $m scores --sample 1k/2k --word 4 --top all w.mtr
+run surface-csv $m surface -w 32,64 -d 1:64 --format csv w.mtr
+run surface-shards $m surface -w 64 -d 1:4096 --shards 0.5 --shards-check -o shards.txt w.mtr
+file shards.txt shards.txt
+run surface-sig $m surface s.sig
+run signature-site $m signature --per-site --site-cap 500 --json w.mtr
+run signature-sample $m signature --sample 2k/3k --width 256 --word 8 w.mtr
+run signature-cold $m signature --sample 2k/3k --sample-cold --warmup 100 w.mtr
+run signature-widths $m signature --widths w.mtr
+run profile-high $m profile --fidelity high -o high.psnap w.mtr
+file high.psnap high.psnap
+run profile-low $m profile --fidelity low --order-cap 100 -o low.psnap w.mtr
+file low.psnap low.psnap
+run profile-stdout $m profile --lossless --order-periods 4 w.mtr
+run info-psnap $m info --json p.psnap
+run show-site $m show p.psnap --site 4
 run recover $m recover w.mtr -o rec.mtr
 run recover-dump $m dump rec.mtr --limit 10
 run bad-option $m sim --bogus w.mtr
