@@ -187,11 +187,10 @@ int cmd_profile(int argc, char **argv) {
     status = 2;
     goto out;
   }
-  ms_sink *builder = NULL;
+  ms_analysis *builder = NULL;
   ms_source *source = NULL;
-  ms_psnap_profile profile = {0};
   status = 1;
-  if (ms_psnap_builder_new(&settings, &builder) < 0) {
+  if (ms_profile_analysis_new(&settings, &builder) < 0) {
     cli_fail(argv[0]);
     goto out;
   }
@@ -199,23 +198,25 @@ int cmd_profile(int argc, char **argv) {
                            inputs.program_argv, NULL);
   int zst = compress ||
             ((output_length = strlen(output)) > 4 && !strcmp(output + output_length - 4, ".zst"));
-  if (source && ms_pipeline_run(source, &builder, 1, 0) >= 0 &&
-      ms_psnap_builder_take(builder, &profile) >= 0 &&
-      (to_stderr ? (zst ? ms_psnap_profile_write_compressed(&profile, stderr)
-                        : ms_psnap_profile_write(&profile, stderr))
-                 : ms_psnap_profile_save_as(&profile, output, zst)) >= 0) {
+  ms_sink *sink = ms_analysis_sink(builder);
+  const ms_psnap_profile *result = NULL;
+  if (source && ms_pipeline_run(source, &sink, 1, 0) >= 0 &&
+      (result = ms_analysis_result(builder)) &&
+      (to_stderr ? (zst ? ms_psnap_profile_write_compressed(result, stderr)
+                        : ms_psnap_profile_write(result, stderr))
+                 : ms_psnap_profile_save_as(result, output, zst)) >= 0) {
     status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
     if (!quiet) {
       /* what is not exact, why (which cap), and what the selection left out */
       uint32_t lossy = 0, lossy_threads = 0;
       uint64_t lossy_accesses = 0;
-      for (uint32_t i = 0; i < profile.site_count; i++)
-        if (profile.sites[i].lossy) lossy++, lossy_accesses += profile.sites[i].count;
-      for (uint32_t t = 0; t < profile.thread_count; t++)
-        lossy_threads += profile.threads[t].lossy != 0;
-      double total = (double)(profile.access_count ? profile.access_count : 1);
+      for (uint32_t i = 0; i < result->site_count; i++)
+        if (result->sites[i].lossy) lossy++, lossy_accesses += result->sites[i].count;
+      for (uint32_t t = 0; t < result->thread_count; t++)
+        lossy_threads += result->threads[t].lossy != 0;
+      double total = (double)(result->access_count ? result->access_count : 1);
       fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
-              (unsigned long long)profile.access_count, profile.site_count, profile.thread_count);
+              (unsigned long long)result->access_count, result->site_count, result->thread_count);
       if (lossy)
         fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy,
                 settings.site_cap, 100.0 * (double)lossy_accesses / total);
@@ -223,19 +224,18 @@ int cmd_profile(int argc, char **argv) {
         fprintf(stderr, "every site exact");
       if (lossy_threads)
         fprintf(stderr, ", order lossy in %u of %u threads (over --order-cap %u: path counts)",
-                lossy_threads, profile.thread_count, settings.order_cap);
+                lossy_threads, result->thread_count, settings.order_cap);
       else
         fprintf(stderr, ", order exact");
-      uint64_t stream = profile.access_count + profile.excluded;
+      uint64_t stream = result->access_count + result->excluded;
       fprintf(stderr, "; selection %s, %llu accesses left out (%.1f%% of the stream)\n",
-              profile.selection ? profile.selection : "all", (unsigned long long)profile.excluded,
-              stream ? 100.0 * (double)profile.excluded / (double)stream : 0.0);
+              result->selection ? result->selection : "all", (unsigned long long)result->excluded,
+              stream ? 100.0 * (double)result->excluded / (double)stream : 0.0);
     }
   } else if (source)
     cli_fail(argv[0]);
-  ms_psnap_profile_free(&profile);
   if (source) ms_source_destroy(source);
-  ms_sink_destroy(builder);
+  ms_analysis_free(builder);
 out:
   free(expanded);
   free(functions);

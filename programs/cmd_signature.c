@@ -162,23 +162,16 @@ static int parse_options(int argc, char **argv, signature_options *options) {
   return -1;
 }
 
-/* --sample-cold: every interval starts cold, as the dissertation's tracer (section 3.3.1). */
-static int forget_history(void *context, uint64_t interval) {
-  (void)interval;
-  ms_signature_model_forget(context);
-  return 0;
-}
-
-static int write_signature(const char *command, const ms_signature *signature,
-                           const signature_options *options, int live) {
+static int write_signature(const char *command, const ms_analysis *analysis,
+                           const ms_source *source, const signature_options *options, int live) {
   ms_output output;
   char *path = options->output ? cli_output_name(command, "-o", options->output) : NULL;
   if (options->output && !path) return 2;
   int opened = report_open(command, &output, path, live);
   free(path);
   if (opened < 0) return 1;
-  int rc = options->json ? ms_signature_write_json(output.file, signature)
-                         : ms_signature_write_text(output.file, signature);
+  int rc = ms_analysis_write(analysis, ms_source_info(source), output.file,
+                             options->json ? MS_REPORT_JSON : MS_REPORT_TEXT);
   if (rc < 0) {
     ms_output_abort(&output);
     return cli_fail(command);
@@ -203,64 +196,29 @@ int cmd_signature(int argc, char **argv) {
               options.config.width);
     return 2;
   }
-  ms_signature_model *model = NULL;
-  ms_sink *model_sink = NULL, *sample_sink = NULL, *warm_sink = NULL;
+  ms_signature_sampling sampling = {.on = options.sample_off > 0 ? options.sample_on : 0,
+                                    .off = options.sample_off,
+                                    .cold = options.cold,
+                                    .warmup = options.warmup};
+  ms_analysis *analysis = NULL;
   ms_source *source = NULL;
-  ms_signature *signature = NULL;
   status = 1;
-  if (ms_signature_model_new(&options.config, &model) < 0 ||
-      ms_signature_sink_new(model, &model_sink) < 0) {
-    status = cli_fail(argv[0]);
-    goto done;
-  }
-  if (options.sample_off > 0 &&
-      ms_sample_sink_new(model_sink, options.sample_on, options.sample_off,
-                         options.cold ? forget_history : NULL, model, &sample_sink) < 0) {
-    status = cli_fail(argv[0]);
-    goto done;
-  }
-  /* Without --sample-cold the trees follow the skipped accesses too (section 3.3.1: only the
-   * temporal history may start cold; see ms_signature_model_track). */
-  if (sample_sink && !options.cold &&
-      (ms_signature_gap_sink_new(model, options.sample_off, options.warmup, &warm_sink) < 0 ||
-       ms_sample_sink_set_warmup(sample_sink, warm_sink, options.sample_off) < 0)) {
-    status = cli_fail(argv[0]);
-    goto done;
-  }
-  if (sample_sink && options.cold && options.warmup &&
-      (ms_signature_warm_sink_new(model, &warm_sink) < 0 ||
-       ms_sample_sink_set_warmup(sample_sink, warm_sink, options.warmup) < 0)) {
+  if (ms_signature_analysis_new(&options.config, &sampling, &analysis) < 0) {
     status = cli_fail(argv[0]);
     goto done;
   }
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv, NULL);
   if (!source) goto done;
-  ms_sink *sink = sample_sink ? sample_sink : model_sink;
+  ms_sink *sink = ms_analysis_sink(analysis);
   if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
     status = cli_fail(argv[0]);
     goto done;
   }
-  uint64_t seen = 0;
-  ms_stream_info info = *ms_source_info(source);
-  if (sample_sink) {
-    ms_sample_sink_counts(sample_sink, &seen, NULL);
-    info.flags |= MS_STREAM_SAMPLED;
-    info.sample_on = options.sample_on;
-    info.sample_off = options.sample_off;
-  }
-  if (ms_signature_model_result(model, &info, seen, &signature) < 0) {
-    status = cli_fail(argv[0]);
-    goto done;
-  }
-  status = write_signature(argv[0], signature, &options, inputs.program_argc > 0);
+  status = write_signature(argv[0], analysis, source, &options, inputs.program_argc > 0);
   if (status == 0) status = cli_program_status(source);
 done:
-  ms_signature_free(signature);
   ms_source_destroy(source);
-  ms_sink_destroy(sample_sink);
-  ms_sink_destroy(warm_sink);
-  ms_sink_destroy(model_sink);
-  ms_signature_model_free(model);
+  ms_analysis_free(analysis);
   return status;
 }

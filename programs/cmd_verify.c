@@ -177,12 +177,10 @@ static void write_json(FILE *out, const char *profile_path, const ms_verify_resu
 }
 
 int cmd_verify(int argc, char **argv) {
-  static const struct option options[] = {{"no-cache", no_argument, NULL, 'N'},
-                                          {"sites", required_argument, NULL, 'S'},
-                                          {"output", required_argument, NULL, 'o'},
-                                          {"json", no_argument, NULL, 'j'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+  static const struct option options[] = {
+      {"no-cache", no_argument, NULL, 'N'},     {"sites", required_argument, NULL, 'S'},
+      {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   ms_verify_options verify_options = {0};
   int json = 0, c;
   const char *output = NULL;

@@ -97,8 +97,7 @@ static void write_json(FILE *out, const ms_hierarchy_config *configs, const sour
       json_object_array_add(rates, json_object_new_double(a));
       json_object_array_add(rates, json_object_new_double(b));
       json_object_object_add(level, "hit_rates", rates);
-      json_object_object_add(level, "difference",
-                             json_object_new_double(fabs(a - b)));
+      json_object_object_add(level, "difference", json_object_new_double(fabs(a - b)));
       json_object_array_add(list, level);
     }
     json_object_object_add(o, "levels", list);
@@ -130,7 +129,8 @@ static void write_table(FILE *out, const ms_hierarchy_config *configs, const sou
   const ms_rate_difference *levels = c->levels;
   ms_rate_difference all = c->surface, w512 = c->surface_512;
   for (int s = 0; s < 2; s++) {
-    fprintf(out, "%c: %s (%llu accesses), ", 'A' + s, r[s].name, (unsigned long long)c->sides[s].accesses);
+    fprintf(out, "%c: %s (%llu accesses), ", 'A' + s, r[s].name,
+            (unsigned long long)c->sides[s].accesses);
     report_write_observed(out, &r[s].observed);
   }
   fprintf(out, "hit rates on the %d evaluation hierarchies:\n", MS_EVALUATION_COUNT);

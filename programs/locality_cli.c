@@ -127,36 +127,27 @@ int locality_surface_observe(const char *command, const char *path, int program_
     if (exact) *exact = *out;
     return rc;
   }
-  ms_surface_builder *builder = NULL, *exact_builder = NULL;
-  ms_sink *sink = NULL, *sampler = NULL, *exact_sink = NULL, *exact_sampler = NULL;
   ms_surface_config exact_config = options->config;
   exact_config.sample_rate = 1.0;
+  ms_analysis_sampling sampling = {options->sample_on, options->sample_off};
+  ms_analysis *surfaces[2] = {NULL, NULL};
   ms_source *source = NULL;
   int status = 1;
-  if (ms_surface_builder_new(&options->config, &builder) < 0 ||
-      ms_surface_sink_new(builder, &sink) < 0 ||
-      (options->sample_on && ms_sample_sink_new(sink, options->sample_on, options->sample_off, NULL,
-                                                NULL, &sampler) < 0)) {
-    cli_fail(command);
-    goto done;
-  }
-  if (exact && (ms_surface_builder_new(&exact_config, &exact_builder) < 0 ||
-                ms_surface_sink_new(exact_builder, &exact_sink) < 0 ||
-                (options->sample_on &&
-                 ms_sample_sink_new(exact_sink, options->sample_on, options->sample_off, NULL, NULL,
-                                    &exact_sampler) < 0))) {
+  if (ms_surface_analysis_new(&options->config, sampling, &surfaces[0]) < 0 ||
+      (exact && ms_surface_analysis_new(&exact_config, sampling, &surfaces[1]) < 0)) {
     cli_fail(command);
     goto done;
   }
   source = cli_open_source(command, path, program_argc, program_argv, NULL);
   if (!source) goto done;
-  ms_sink *sinks[2] = {sampler ? sampler : sink, exact_sampler ? exact_sampler : exact_sink};
+  ms_sink *sinks[2] = {ms_analysis_sink(surfaces[0]),
+                       surfaces[1] ? ms_analysis_sink(surfaces[1]) : NULL};
   if (ms_pipeline_run(source, sinks, exact ? 2 : 1, 0) < 0) {
     cli_fail(command);
     goto done;
   }
-  ms_surface_builder_result(builder, out);
-  if (exact) ms_surface_builder_result(exact_builder, exact);
+  *out = *(const ms_surface *)ms_analysis_result(surfaces[0]);
+  if (exact) *exact = *(const ms_surface *)ms_analysis_result(surfaces[1]);
   *program_status = cli_program_status(source);
   if (observed &&
       report_observe(command, observed, ms_source_info(source), program_argc ? NULL : path) < 0)
@@ -164,12 +155,8 @@ int locality_surface_observe(const char *command, const char *path, int program_
   status = 0;
 done:
   ms_source_destroy(source);
-  ms_sink_destroy(sampler);
-  ms_sink_destroy(sink);
-  ms_surface_builder_free(builder);
-  ms_sink_destroy(exact_sampler);
-  ms_sink_destroy(exact_sink);
-  ms_surface_builder_free(exact_builder);
+  ms_analysis_free(surfaces[0]);
+  ms_analysis_free(surfaces[1]);
   return status;
 }
 

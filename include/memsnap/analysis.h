@@ -109,8 +109,7 @@ typedef struct ms_analysis_sampling {
 
 /* The hierarchies configs[0..count), simulated together; the report lists the `top` sites
  * with most misses per level. */
-int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top,
-                        ms_analysis **out);
+int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top, ms_analysis **out);
 int ms_surface_analysis_new(const ms_surface_config *config, ms_analysis_sampling sampling,
                             ms_analysis **out);
 /* The report lists the `top` sites (all if negative). */

@@ -29,9 +29,9 @@ typedef struct ms_verify_options {
 
 /* One profile site. */
 typedef struct ms_verify_site {
-  uint64_t total, exact; /* in program order: replayed accesses of the site, and those that
-                          * matched the trace's access at the same place */
-  int own;               /* 1 if its own sequence was compared (exact and lossless sites) */
+  uint64_t total, exact;         /* in program order: replayed accesses of the site, and those that
+                                  * matched the trace's access at the same place */
+  int own;                       /* 1 if its own sequence was compared (exact and lossless sites) */
   uint64_t own_total, own_exact; /* trace accesses of the site against its own sequence */
 } ms_verify_site;
 
@@ -45,8 +45,8 @@ typedef struct ms_verify_result {
   uint64_t missing;         /* replayed accesses beyond the trace */
   int diverged;             /* 1: divergence[] describes the first access that differed */
   char divergence[1536];
-  uint64_t own_compared, own_exact; /* trace accesses of exact sites against their own sequence */
-  uint64_t own_unmatched;           /* trace accesses of sites the profile does not have */
+  uint64_t own_compared, own_exact;  /* trace accesses of exact sites against their own sequence */
+  uint64_t own_unmatched;            /* trace accesses of sites the profile does not have */
   uint32_t exact_sites, whole_sites; /* sites compared on their own, and those that matched
                                       * entirely */
   ms_verify_site *sites;             /* [profile.site_count] */
@@ -63,8 +63,7 @@ void ms_verify_result_free(ms_verify_result *result);
 
 /* "access 9435 (thread 0, its access 9435): ..." is in divergence; this describes profile
  * site s ("0x401000 main (k.c:12)") into buf. */
-void ms_verify_describe_site(const ms_verify_result *result, uint32_t site, char *buf,
-                             size_t size);
+void ms_verify_describe_site(const ms_verify_result *result, uint32_t site, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -49,8 +49,7 @@ static void sim_destroy(ms_analysis *a) {
 
 static const analysis_ops sim_ops = {sim_finish, sim_result, sim_write, sim_destroy};
 
-int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top,
-                        ms_analysis **out) {
+int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top, ms_analysis **out) {
   *out = NULL;
   sim_analysis *s = calloc(1, sizeof *s);
   if (!s) return out_of_memory();
@@ -75,7 +74,7 @@ int analysis_sim_create(const analysis_option *options, int count, ms_analysis *
   char text[256];
   for (int i = 0; rc == 0 && i < count; i++) {
     const analysis_option *o = &options[i];
-    uint64_t value;
+    uint64_t value = 0;
     if (analysis_option_is(o, "hierarchy") && o->value) {
       analysis_option_text(o, text, sizeof text);
       if (!strcmp(text, "evaluation")) {
@@ -242,8 +241,7 @@ static void scores_destroy(ms_analysis *a) {
   free(s);
 }
 
-static const analysis_ops scores_ops = {scores_finish, scores_result, scores_write,
-                                        scores_destroy};
+static const analysis_ops scores_ops = {scores_finish, scores_result, scores_write, scores_destroy};
 
 int ms_scores_analysis_new(const ms_scores_config *config, int top, ms_analysis_sampling sampling,
                            ms_analysis **out) {
@@ -282,7 +280,8 @@ int analysis_scores_create(const analysis_option *options, int count, ms_analysi
       if (!number || n > 4096) rc = analysis_option_error("scores", o, "bytes, a power of two");
       config.word = (uint32_t)n;
     } else if (analysis_option_is(o, "lookback")) {
-      if (!number || n > MS_SCORES_MAX_LOOKBACK) rc = analysis_option_error("scores", o, "accesses");
+      if (!number || n > MS_SCORES_MAX_LOOKBACK)
+        rc = analysis_option_error("scores", o, "accesses");
       config.lookback = (int)n;
     } else if (analysis_option_is(o, "window-log2")) {
       if (!number || n > 20) rc = analysis_option_error("scores", o, "1..20");
@@ -465,7 +464,8 @@ int ms_profile_analysis_new(const ms_psnap_options *options, ms_analysis **out) 
   if (!p) return out_of_memory();
   ms_sink *sink = NULL;
   int rc = ms_psnap_builder_new(options, &sink);
-  if (rc == 0) rc = analysis_init(&p->base, "profile", &profile_ops, sink, (ms_analysis_sampling){0, 0});
+  if (rc == 0)
+    rc = analysis_init(&p->base, "profile", &profile_ops, sink, (ms_analysis_sampling){0, 0});
   if (rc < 0) {
     p->base.ops = &profile_ops;
     ms_analysis_free(&p->base);
@@ -486,7 +486,10 @@ int analysis_profile_create(const analysis_option *options, int count, ms_analys
       settings.lossless = 1;
     } else if (analysis_option_is(o, "fidelity") && o->value) {
       analysis_option_text(o, text, sizeof text);
-      fidelity = !strcmp(text, "low") ? 0 : !strcmp(text, "normal") ? 1 : !strcmp(text, "high") ? 2 : -1;
+      fidelity = !strcmp(text, "low")      ? 0
+                 : !strcmp(text, "normal") ? 1
+                 : !strcmp(text, "high")   ? 2
+                                           : -1;
       if (fidelity < 0) rc = analysis_option_error("profile", o, "low, normal or high");
     } else {
       rc = analysis_option_error("profile", o, "is not one of fidelity=F, lossless");

@@ -128,8 +128,8 @@ static void frame_destroy(ms_sink *sink) { (void)sink; }
 static const ms_sink_ops frame_ops = {
     .begin = frame_begin, .consume = frame_consume, .end = frame_end, .destroy = frame_destroy};
 
-int analysis_init(ms_analysis *analysis, const char *name, const analysis_ops *ops,
-                  ms_sink *inner, ms_analysis_sampling sampling) {
+int analysis_init(ms_analysis *analysis, const char *name, const analysis_ops *ops, ms_sink *inner,
+                  ms_analysis_sampling sampling) {
   analysis->sink.ops = &frame_ops;
   analysis->ops = ops;
   analysis->name = name;
@@ -233,11 +233,13 @@ int analysis_option_is(const analysis_option *option, const char *key) {
 }
 
 int analysis_option_error(const char *name, const analysis_option *option, const char *why) {
+  char reason[512]; /* `why` may be ms_error_message(), which ms_error_set overwrites */
+  snprintf(reason, sizeof reason, "%s", why);
   if (!option->value)
     return ms_error_set(MS_ERR_ARG, "%s: option '%.*s' %s", name, (int)option->key_length,
-                        option->key, why);
+                        option->key, reason);
   return ms_error_set(MS_ERR_ARG, "%s: bad %.*s '%.*s' (%s)", name, (int)option->key_length,
-                      option->key, (int)option->value_length, option->value, why);
+                      option->key, (int)option->value_length, option->value, reason);
 }
 
 int ms_analysis_new(const char *spec, ms_analysis **out) {
@@ -259,8 +261,7 @@ int ms_analysis_new(const char *spec, ms_analysis **out) {
     for (int i = 0; i < CATALOG_COUNT; i++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
                catalog[i].entry.name);
-    return ms_error_set(MS_ERR_ARG, "unknown analysis '%.*s' (%s)", (int)name_length, name,
-                        names);
+    return ms_error_set(MS_ERR_ARG, "unknown analysis '%.*s' (%s)", (int)name_length, name, names);
   }
   /* words: as many options as there are blanks, at most */
   size_t words = 1;

@@ -27,8 +27,8 @@ struct ms_analysis {
 
 /* Sets up the frame around `inner` (taken over, also on failure), with interval sampling
  * when sampling.on > 0. */
-int analysis_init(ms_analysis *analysis, const char *name, const analysis_ops *ops,
-                  ms_sink *inner, ms_analysis_sampling sampling);
+int analysis_init(ms_analysis *analysis, const char *name, const analysis_ops *ops, ms_sink *inner,
+                  ms_analysis_sampling sampling);
 
 /* Option texts: "key=value" words after the name. */
 typedef struct analysis_option {

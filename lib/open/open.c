@@ -24,8 +24,8 @@ static ms_input_kind mtr_kind(const char *path) {
   ms_mtr_stat stat;
   ms_stream_info info = {0};
   ms_seed_info seed;
-  int seeded = ms_mtr_stat_file(path, &stat, &info) == MS_OK &&
-               ms_seed_info_parse(&info, path, &seed) == 1;
+  int seeded =
+      ms_mtr_stat_file(path, &stat, &info) == MS_OK && ms_seed_info_parse(&info, path, &seed) == 1;
   ms_stream_info_clear(&info);
   ms_error_clear();
   return seeded ? MS_INPUT_SEED : MS_INPUT_MTR;

@@ -157,8 +157,8 @@ static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_
     r->extra++;
     return;
   }
-  int same = replayed->address == a->address && replayed->size == a->size &&
-             replayed->kind == a->kind;
+  int same =
+      replayed->address == a->address && replayed->size == a->size && replayed->kind == a->kind;
   uint32_t s = replayed->site < p->site_count ? replayed->site : 0;
   r->sites[s].total++;
   r->sites[s].exact += same;

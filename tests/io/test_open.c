@@ -44,9 +44,9 @@ static int64_t count_accesses(ms_source *source) {
 static int setup(void **state) {
   (void)state;
   dir = test_tempdir();
-  static const char *const names[] = {"t.lackey",  "t.din",     "t.mtr",     "p.psnap",
-                                      "p.psnap.zst", "s.sig",   "seed.mtr",  "empty.mtr",
-                                      "empty.bin", "notes.txt", "data.zst",  "missing.mtr"};
+  static const char *const names[] = {"t.lackey",    "t.din",     "t.mtr",    "p.psnap",
+                                      "p.psnap.zst", "s.sig",     "seed.mtr", "empty.mtr",
+                                      "empty.bin",   "notes.txt", "data.zst", "missing.mtr"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i]);
   /* a Lackey trace of 300 accesses from two instructions; its din and .mtr copies */
@@ -96,7 +96,10 @@ static int setup(void **state) {
   write_text(path_of(EMPTY_MTR), "", 0);
   write_text(path_of(EMPTY_BIN), "", 0);
   write_text(path_of(TEXT), "hello\n", 6);
-  write_text(path_of(ZSTD), "\x28\xb5\x2f\xfd" "0123456789", 14);
+  write_text(path_of(ZSTD),
+             "\x28\xb5\x2f\xfd"
+             "0123456789",
+             14);
   return 0;
 }
 
@@ -113,12 +116,10 @@ static void kinds_come_from_the_contents(void **state) {
     ms_input_kind kind;
     int has_accesses;
   } expected[] = {
-      {LACKEY, MS_INPUT_LACKEY, 1},     {DIN, MS_INPUT_DIN, 1},
-      {MTR, MS_INPUT_MTR, 1},           {PSNAP, MS_INPUT_PSNAP, 1},
-      {PSNAP_ZST, MS_INPUT_PSNAP, 1},   {SIG, MS_INPUT_SIGNATURE, 0},
-      {SEED, MS_INPUT_SEED, 1},         {EMPTY_MTR, MS_INPUT_MTR, 1}, /* the extension decides */
-      {EMPTY_BIN, MS_INPUT_EMPTY, 0},   {TEXT, MS_INPUT_UNKNOWN, 0},
-      {ZSTD, MS_INPUT_ZSTD, 0},
+      {LACKEY, MS_INPUT_LACKEY, 1},   {DIN, MS_INPUT_DIN, 1},         {MTR, MS_INPUT_MTR, 1},
+      {PSNAP, MS_INPUT_PSNAP, 1},     {PSNAP_ZST, MS_INPUT_PSNAP, 1}, {SIG, MS_INPUT_SIGNATURE, 0},
+      {SEED, MS_INPUT_SEED, 1},       {EMPTY_MTR, MS_INPUT_MTR, 1}, /* the extension decides */
+      {EMPTY_BIN, MS_INPUT_EMPTY, 0}, {TEXT, MS_INPUT_UNKNOWN, 0},    {ZSTD, MS_INPUT_ZSTD, 0},
   };
   for (size_t i = 0; i < sizeof expected / sizeof *expected; i++) {
     ms_input_kind kind;
