@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "report.h"
 #include "memsnap/capture.h"
 #include "memsnap/trace.h"
 
@@ -29,7 +30,12 @@ static void usage(FILE *to) {
               "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n"
               "  --no-follow-exec   Valgrind path: stop at an execve instead of following the\n"
               "                     program into the new image (followed by default: env,\n"
-              "                     taskset, numactl, scripts and shims that exec the program)\n");
+              "                     taskset, numactl, scripts and shims that exec the program)\n"
+              "  -a, --analysis 'NAME KEY=VALUE...'\n"
+              "                     also run an analysis in the same pass (repeatable, up to 8):\n"
+              "                     sim, surface, scores, signature or profile, with the\n"
+              "                     options of memsnap/analysis.h, e.g. -a 'sim hierarchy=nehalem'\n"
+              "  --report FILE      where the analyses' reports go (default: standard error)\n");
 }
 
 /* Counts what flows to the writer, for the summary. */
@@ -68,67 +74,85 @@ int cmd_record(int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},   {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},           {"via", required_argument, NULL, 'V'},
       {"sample", required_argument, NULL, 's'},   {"rt-channel", required_argument, NULL, 'C'},
-      {"no-follow-exec", no_argument, NULL, 'E'}, {NULL, 0, NULL, 0}};
+      {"no-follow-exec", no_argument, NULL, 'E'}, {"analysis", required_argument, NULL, 'a'},
+      {"report", required_argument, NULL, 'R'},   {NULL, 0, NULL, 0}};
+  enum { MAX_ANALYSES = 8 };
+  ms_analysis *analyses[MAX_ANALYSES] = {NULL};
+  int analysis_count = 0, status = 2;
+  const char *report_path = NULL;
   const char *output = NULL;
+  char *default_path = NULL;
+  ms_sink *writer = NULL;
+  ms_source *source = NULL;
   int quiet = 0, via = MS_CAPTURE_AUTO, follow_exec = 1;
   uint64_t sample_on = 0, sample_off = 0;
   int channel[3] = {-1, -1, -1};
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, ":o:qh", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:qha:", options, NULL)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
+    case 'R': report_path = optarg; break;
+    case 'a':
+      if (analysis_count == MAX_ANALYSES) {
+        cli_error(argv[0], "--analysis: at most %d analyses", MAX_ANALYSES);
+        goto done;
+      }
+      if (ms_analysis_new(optarg, &analyses[analysis_count]) < 0) {
+        cli_error(argv[0], "--analysis: %s", ms_error_message());
+        goto done;
+      }
+      analysis_count++;
+      break;
     case 'q': quiet = 1; break;
     case 'E': follow_exec = 0; break;
-    case 'h': usage(stdout); return 0;
+    case 'h': usage(stdout); status = 0; goto done;
     case 'V':
       if (cli_parse_via(optarg, &via) != 0) {
         cli_error(argv[0], "--via %s: expected auto, valgrind or rt", optarg);
-        return 2;
+        goto done;
       }
       break;
     case 's':
       if (cli_parse_sample(optarg, &sample_on, &sample_off) != 0) {
         cli_error(argv[0], "--sample %s: expected ON/OFF counts such as 1M/9M (ON > 0)", optarg);
-        return 2;
+        goto done;
       }
       break;
     case 'C': /* internal: the writer that an instrumented program starts for MEMSNAP_OUT */
       if (sscanf(optarg, "%d,%d,%d", &channel[0], &channel[1], &channel[2]) != 3 ||
           channel[0] < 0 || channel[1] < 0 || channel[2] < 0) {
         cli_error(argv[0], "--rt-channel %s: expected three descriptors N,M,C", optarg);
-        return 2;
+        goto done;
       }
       break;
-    default: return cli_option_error(argv[0], c, argv);
+    default: status = cli_option_error(argv[0], c, argv); goto done;
     }
   }
   cli_inputs inputs;
   cli_split_inputs(argc, argv, optind, &inputs);
   if (inputs.count > 0) {
     cli_error(argv[0], "unexpected argument %s (put the program after --)", inputs.paths[0]);
-    return 2;
+    goto done;
   }
   if (inputs.program_argc == 0) {
     cli_error(argv[0], "no program to record: give -- PROGRAM [ARGS...]");
-    return 2;
+    goto done;
   }
-  char *default_path = NULL;
   if (!output) {
     default_path = default_output(inputs.program_argv[0]);
     if (!default_path) {
       cli_error(argv[0], "out of memory");
-      return 1;
+      status = 1;
+      goto done;
     }
   } else if (!(default_path = cli_output_name(argv[0], "-o", output))) {
-    return 2;
+    goto done;
   }
   output = default_path;
 
-  int status = 1;
-  ms_sink *writer = NULL;
-  ms_source *source = NULL;
+  status = 1;
   /* the output first: a bad path is reported before a program is started for nothing */
   if (ms_mtr_sink_new(output, &writer) < 0) {
     cli_error(argv[0], "%s", ms_error_message());
@@ -163,8 +187,10 @@ int cmd_record(int argc, char **argv) {
   void (*old_int)(int) = signal(SIGINT, SIG_IGN);
   void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
   counting_sink counter = {.base = {.ops = &counting_ops}, .accesses = 0};
-  ms_sink *sinks[2] = {writer, &counter.base};
-  int rc = ms_pipeline_run(source, sinks, 2, 0);
+  ms_sink *sinks[2 + MAX_ANALYSES] = {writer, &counter.base};
+  for (int i = 0; i < analysis_count; i++)
+    sinks[2 + i] = ms_analysis_sink(analyses[i]);
+  int rc = ms_pipeline_run(source, sinks, 2 + analysis_count, 0);
   signal(SIGINT, old_int);
   signal(SIGQUIT, old_quit);
   if (rc < 0) {
@@ -184,9 +210,25 @@ int cmd_record(int argc, char **argv) {
             counter.accesses ? bytes / (double)counter.accesses : 0.0, info->exit_status,
             info->flags & MS_STREAM_TRUNCATED ? " (truncated)" : "");
   }
+  /* the analyses' reports, after the summary (a live program's standard output is its own) */
+  if (analysis_count) {
+    ms_output report;
+    if (report_open(argv[0], &report, report_path, 1) < 0) {
+      status = 1;
+      goto done;
+    }
+    int written = 0;
+    for (int i = 0; i < analysis_count && written == 0; i++) {
+      if (i) fputc('\n', report.file);
+      written = ms_analysis_report(analyses[i], info, NULL, report.file, MS_REPORT_TEXT);
+    }
+    if (report_finish(argv[0], &report, written) < 0) status = 1;
+  }
 done:
   ms_sink_destroy(writer);
   ms_source_destroy(source);
+  for (int i = 0; i < analysis_count; i++)
+    ms_analysis_free(analyses[i]);
   free(default_path);
   return status;
 }

@@ -177,9 +177,41 @@ static void test_truncated_trace(void **state) {
   assert_observed_line("out", "killed by SIGSEGV", "truncated");
 }
 
+/* record --analysis runs analyses in the recording's pass: their reports are those of the
+ * commands of the same name on the trace written (but for the file named in the observed
+ * line), the program's output stays its own, and a bad analysis starts nothing. */
+static void test_record_runs_analyses(void **state) {
+  (void)state;
+  char kernel[1024];
+  test_kernel("stream_add", kernel, sizeof kernel);
+  assert_int_equal(test_run("cd '%s' && '%s' 3000 > reference", dir, kernel), 0);
+  assert_int_equal(test_memsnap_in(dir,
+                                   "record -q -o live.mtr -a 'sim hierarchy=nehalem top=3' "
+                                   "--analysis 'scores top=2' --report live.txt -- '%s' 3000",
+                                   kernel),
+                   0);
+  assert_true(same_bytes("out", "reference"));
+  assert_int_equal(test_memsnap_in(dir, "sim -H nehalem --top 3 live.mtr"), 0);
+  assert_int_equal(test_run("cd '%s' && sed 's/ (from live.mtr)//' out > expected", dir), 0);
+  assert_int_equal(test_memsnap_in(dir, "scores --top 2 live.mtr"), 0);
+  assert_int_equal(
+      test_run("cd '%s' && echo >> expected && sed 's/ (from live.mtr)//' out >> expected", dir),
+      0);
+  if (!same_bytes("live.txt", "expected"))
+    assert_int_equal(test_run("cd '%s' && diff expected live.txt >&2", dir), 0);
+  /* a bad analysis: a usage error, and no program run, no trace */
+  assert_int_equal(test_memsnap_in(dir, "record -o never.mtr -a 'sim top=3' -- '%s' 10", kernel),
+                   2);
+  char *err = read_in("err");
+  assert_non_null(strstr(err, "memsnap record: --analysis: sim: no hierarchy"));
+  free(err);
+  assert_int_equal(test_run("test -e '%s/never.mtr'", dir), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_program_output_untouched),
+      cmocka_unit_test(test_record_runs_analyses),
       cmocka_unit_test(test_killed_program),
       cmocka_unit_test(test_truncated_trace),
   };
