@@ -4,9 +4,13 @@
 # memsnap prints or writes. After a deliberate change of an output, regenerate them with
 #   MEMSNAP_UPDATE_EXPECTED=1 tests/cli/outputs/test_outputs.sh build/bin/memsnap
 # and review the diff.
-# Usage: test_outputs.sh MEMSNAP
+# With ANALYZE (examples/analyze.c built), it also checks that the example program, which
+# uses the library alone, prints the same reports as the commands.
+# Usage: test_outputs.sh MEMSNAP [ANALYZE]
 set -eu
 memsnap=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+analyze=
+[ $# -ge 2 ] && analyze=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 expected=$here/expected
 work=$(mktemp -d)
@@ -103,6 +107,21 @@ run recover $m recover w.mtr -o rec.mtr
 run recover-dump $m dump rec.mtr --limit 10
 run bad-option $m sim --bogus w.mtr
 run bad-file $m info w.lackey.missing
+
+# the example program: two analyses in one pass, the reports of the two commands
+if [ -n "$analyze" ]; then
+  for input in w.mtr p.psnap; do
+    "$analyze" $input 'sim hierarchy=nehalem hierarchy=16k/32/4 top=3' \
+      'surface widths=32,64 depths=1:2048' >analyze.out
+    { $m sim -H nehalem -H 16k/32/4 --top 3 $input && echo &&
+      $m surface -w 32,64 -d 1:2048 $input; } >commands.out
+    if ! cmp -s analyze.out commands.out; then
+      diff -u commands.out analyze.out || true
+      echo "test_outputs: examples/analyze on $input differs from memsnap sim and surface" >&2
+      exit 1
+    fi
+  done
+fi
 
 if [ "${MEMSNAP_UPDATE_EXPECTED:-}" = 1 ]; then
   rm -rf "$expected"
