@@ -8,6 +8,7 @@
 #define MEMSNAP_H
 
 #include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/cache.h"
 #include "memsnap/capture.h"
 #include "memsnap/chase.h"
