@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -48,12 +50,12 @@ typedef struct ms_batch {
 } ms_batch;
 
 /* Allocates room for `capacity` accesses (MS_BATCH_CAPACITY if 0). */
-int ms_batch_init(ms_batch *batch, size_t capacity);
-void ms_batch_free(ms_batch *batch);
+MS_API int ms_batch_init(ms_batch *batch, size_t capacity);
+MS_API void ms_batch_free(ms_batch *batch);
 
 /* "load", "store", "modify" and back; ms_access_kind_parse returns -1 if unknown. */
-const char *ms_access_kind_name(ms_access_kind kind);
-int ms_access_kind_parse(const char *name);
+MS_API const char *ms_access_kind_name(ms_access_kind kind);
+MS_API int ms_access_kind_parse(const char *name);
 
 #ifdef __cplusplus
 }

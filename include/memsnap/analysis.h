@@ -27,6 +27,7 @@
 #ifndef MEMSNAP_ANALYSIS_H
 #define MEMSNAP_ANALYSIS_H
 
+#include "memsnap/api.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -52,15 +53,15 @@ typedef struct ms_observed {
 } ms_observed;
 
 /* What `info` says of the stream read from `input` (NULL: a live program). */
-int ms_observed_take(ms_observed *observed, const ms_stream_info *info, const char *input);
-void ms_observed_free(ms_observed *observed);
+MS_API int ms_observed_take(ms_observed *observed, const ms_stream_info *info, const char *input);
+MS_API void ms_observed_free(ms_observed *observed);
 /* "observed: PROGRAM ARGS (from FILE): exit status N | killed by SIGNAME (signal N);
  * complete | truncated: ... | whether it is complete is not known\n" */
-void ms_observed_write_text(FILE *out, const ms_observed *observed);
+MS_API void ms_observed_write_text(FILE *out, const ms_observed *observed);
 /* The JSON object `object_text` (NULL: an empty one) with the fields "program", "input"
  * (files only), "exit_status", "signal" and "truncated" first, pretty-printed, and a
  * newline. MS_ERR_ARG if object_text is not a JSON object. */
-int ms_observed_write_json(FILE *out, const ms_observed *observed, const char *object_text);
+MS_API int ms_observed_write_json(FILE *out, const ms_observed *observed, const char *object_text);
 
 /* ---- analyses ---- */
 
@@ -74,21 +75,21 @@ typedef struct ms_analysis ms_analysis;
 
 /* The analysis named by the first word of `spec`, with the options that follow ("sim
  * hierarchy=nehalem top=5"). MS_ERR_ARG naming the unknown name or option. */
-int ms_analysis_new(const char *spec, ms_analysis **out);
-void ms_analysis_free(ms_analysis *analysis);
-const char *ms_analysis_name(const ms_analysis *analysis);
+MS_API int ms_analysis_new(const char *spec, ms_analysis **out);
+MS_API void ms_analysis_free(ms_analysis *analysis);
+MS_API const char *ms_analysis_name(const ms_analysis *analysis);
 /* The sink to feed (owned by the analysis). */
-ms_sink *ms_analysis_sink(ms_analysis *analysis);
+MS_API ms_sink *ms_analysis_sink(ms_analysis *analysis);
 /* The result once the stream has ended (its type per analysis above), NULL before. */
-const void *ms_analysis_result(const ms_analysis *analysis);
+MS_API const void *ms_analysis_result(const ms_analysis *analysis);
 /* The result alone, as the command of the same name writes it. `info` is the stream's
  * (its site table names the sites); MS_ERR_UNSUPPORTED for a format the analysis lacks. */
-int ms_analysis_write(const ms_analysis *analysis, const ms_stream_info *info, FILE *out,
-                      ms_report_format format);
+MS_API int ms_analysis_write(const ms_analysis *analysis, const ms_stream_info *info, FILE *out,
+                             ms_report_format format);
 /* The report: what was observed, then the result (JSON: one object with both; CSV: the
  * result alone). `input` is the file read, NULL for a live program. */
-int ms_analysis_report(const ms_analysis *analysis, const ms_stream_info *info, const char *input,
-                       FILE *out, ms_report_format format);
+MS_API int ms_analysis_report(const ms_analysis *analysis, const ms_stream_info *info,
+                              const char *input, FILE *out, ms_report_format format);
 
 /* The analyses that ms_analysis_new knows, in order. */
 typedef struct ms_analysis_entry {
@@ -96,8 +97,8 @@ typedef struct ms_analysis_entry {
   const char *summary; /* one line */
   const char *options; /* "key=value ..." with their meaning, one line */
 } ms_analysis_entry;
-int ms_analysis_catalog_count(void);
-const ms_analysis_entry *ms_analysis_catalog_get(int index); /* NULL if out of range */
+MS_API int ms_analysis_catalog_count(void);
+MS_API const ms_analysis_entry *ms_analysis_catalog_get(int index); /* NULL if out of range */
 
 /* ---- typed constructors ---- */
 
@@ -109,12 +110,13 @@ typedef struct ms_analysis_sampling {
 
 /* The hierarchies configs[0..count), simulated together; the report lists the `top` sites
  * with most misses per level. */
-int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top, ms_analysis **out);
-int ms_surface_analysis_new(const ms_surface_config *config, ms_analysis_sampling sampling,
-                            ms_analysis **out);
+MS_API int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top,
+                               ms_analysis **out);
+MS_API int ms_surface_analysis_new(const ms_surface_config *config, ms_analysis_sampling sampling,
+                                   ms_analysis **out);
 /* The report lists the `top` sites (all if negative). */
-int ms_scores_analysis_new(const ms_scores_config *config, int top, ms_analysis_sampling sampling,
-                           ms_analysis **out);
+MS_API int ms_scores_analysis_new(const ms_scores_config *config, int top,
+                                  ms_analysis_sampling sampling, ms_analysis **out);
 
 /* The signature's interval sampling as the dissertation's tracer does it (section 3.3.1):
  * cold starts every interval cold; otherwise the skipped accesses keep the line trees
@@ -124,10 +126,10 @@ typedef struct ms_signature_sampling {
   int cold;
   uint64_t warmup;
 } ms_signature_sampling;
-int ms_signature_analysis_new(const ms_signature_config *config,
-                              const ms_signature_sampling *sampling, ms_analysis **out);
+MS_API int ms_signature_analysis_new(const ms_signature_config *config,
+                                     const ms_signature_sampling *sampling, ms_analysis **out);
 /* The profile's report is the .psnap text (ms_psnap_profile_write). */
-int ms_profile_analysis_new(const ms_psnap_options *options, ms_analysis **out);
+MS_API int ms_profile_analysis_new(const ms_psnap_options *options, ms_analysis **out);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
 
@@ -85,10 +86,10 @@ typedef struct ms_hierarchy_config {
 } ms_hierarchy_config;
 
 /* "lru", "fifo", "random", "plru" and back (-1 if unknown); same for models. */
-const char *ms_cache_policy_name(ms_cache_policy policy);
-int ms_cache_policy_parse(const char *name);
-const char *ms_cache_model_name(ms_cache_model model);
-int ms_cache_model_parse(const char *name);
+MS_API const char *ms_cache_policy_name(ms_cache_policy policy);
+MS_API int ms_cache_policy_parse(const char *name);
+MS_API const char *ms_cache_model_name(ms_cache_model model);
+MS_API int ms_cache_model_parse(const char *name);
 
 /* Fills `out` from a catalog name ("nehalem") or a spec "size/line/assoc[,size/line/assoc...]"
  * with optional k/K/Ki/KiB (1024), M/Mi/MiB (1048576) or G... size suffixes. Levels get
@@ -97,11 +98,12 @@ int ms_cache_model_parse(const char *name);
  * MS_CACHE_MIN_PLAUSIBLE_LINE_SIZE in a level of more than one set, more ways than lines;
  * the message suggests size/ways/line swapped when that reading is a cache (Cachegrind
  * writes size,ways,line). MS_ERR_ARG with a message naming the bad value. */
-int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out);
+MS_API int ms_hierarchy_parse(const char *text, ms_hierarchy_config *out);
 /* Checks a configuration (also done by ms_hierarchy_set_new); MS_ERR_ARG naming the level. */
-int ms_hierarchy_config_check(const ms_hierarchy_config *config);
+MS_API int ms_hierarchy_config_check(const ms_hierarchy_config *config);
 /* "32768/64/8,262144/64/8" into buf; returns buf. */
-const char *ms_hierarchy_config_describe(const ms_hierarchy_config *config, char *buf, size_t size);
+MS_API const char *ms_hierarchy_config_describe(const ms_hierarchy_config *config, char *buf,
+                                                size_t size);
 
 /* The built-in catalog: data/hierarchies.tsv compiled into the library. */
 typedef struct ms_hierarchy_entry {
@@ -109,9 +111,9 @@ typedef struct ms_hierarchy_entry {
   const char *spec;   /* "size/line/assoc,..." */
   const char *source; /* where the numbers come from */
 } ms_hierarchy_entry;
-int ms_hierarchy_catalog_count(void);
-const ms_hierarchy_entry *ms_hierarchy_catalog_get(int index); /* NULL if out of range */
-const ms_hierarchy_entry *ms_hierarchy_catalog_find(const char *name);
+MS_API int ms_hierarchy_catalog_count(void);
+MS_API const ms_hierarchy_entry *ms_hierarchy_catalog_get(int index); /* NULL if out of range */
+MS_API const ms_hierarchy_entry *ms_hierarchy_catalog_find(const char *name);
 /* The evaluation rows (hpcmo-01..46) are the first MS_HIERARCHY_CATALOG_EVALUATION entries. */
 #define MS_HIERARCHY_CATALOG_EVALUATION 46
 
@@ -140,44 +142,45 @@ static inline double ms_cache_hit_rate(ms_cache_counts counts) {
 typedef struct ms_hierarchy_set ms_hierarchy_set;
 typedef struct ms_hierarchy ms_hierarchy;
 
-int ms_hierarchy_set_new(const ms_hierarchy_config *configs, int count, ms_hierarchy_set **out);
-void ms_hierarchy_set_free(ms_hierarchy_set *set);
+MS_API int ms_hierarchy_set_new(const ms_hierarchy_config *configs, int count,
+                                ms_hierarchy_set **out);
+MS_API void ms_hierarchy_set_free(ms_hierarchy_set *set);
 /* Simulates a batch on every hierarchy of the set. A set of several hierarchies may keep a
  * copy of the last batches' accesses (up to 65536) and simulate them later with the next
  * ones; ms_hierarchy_set_flush simulates them now. Reading statistics
  * (ms_hierarchy_level_stats, the reports) and the sink's end flush first, so statistics
  * always cover every access received; a failure of that flush is returned by the next
  * report. */
-int ms_hierarchy_set_access_batch(ms_hierarchy_set *set, const ms_batch *batch);
-int ms_hierarchy_set_flush(ms_hierarchy_set *set);
+MS_API int ms_hierarchy_set_access_batch(ms_hierarchy_set *set, const ms_batch *batch);
+MS_API int ms_hierarchy_set_flush(ms_hierarchy_set *set);
 /* Threads for a set of several hierarchies: the trees under different first levels are
  * simulated in parallel, one thread per CPU by default (threads 0), capped at the number
  * of distinct first levels; the statistics are the same whatever the number. */
-int ms_hierarchy_set_threads(ms_hierarchy_set *set, int threads);
-int ms_hierarchy_set_count(const ms_hierarchy_set *set);
-const ms_hierarchy *ms_hierarchy_set_get(const ms_hierarchy_set *set, int index);
+MS_API int ms_hierarchy_set_threads(ms_hierarchy_set *set, int threads);
+MS_API int ms_hierarchy_set_count(const ms_hierarchy_set *set);
+MS_API const ms_hierarchy *ms_hierarchy_set_get(const ms_hierarchy_set *set, int index);
 /* Distinct simulated levels (shared levels counted once). */
-int ms_hierarchy_set_level_instances(const ms_hierarchy_set *set);
+MS_API int ms_hierarchy_set_level_instances(const ms_hierarchy_set *set);
 
 /* One hierarchy alone (a set of one). */
-int ms_hierarchy_new(const ms_hierarchy_config *config, ms_hierarchy **out);
-void ms_hierarchy_free(ms_hierarchy *hierarchy); /* only for ms_hierarchy_new's */
-int ms_hierarchy_access_batch(ms_hierarchy *hierarchy, const ms_batch *batch);
+MS_API int ms_hierarchy_new(const ms_hierarchy_config *config, ms_hierarchy **out);
+MS_API void ms_hierarchy_free(ms_hierarchy *hierarchy); /* only for ms_hierarchy_new's */
+MS_API int ms_hierarchy_access_batch(ms_hierarchy *hierarchy, const ms_batch *batch);
 
-const ms_hierarchy_config *ms_hierarchy_config_of(const ms_hierarchy *hierarchy);
+MS_API const ms_hierarchy_config *ms_hierarchy_config_of(const ms_hierarchy *hierarchy);
 /* Statistics of a level (0-based); pointers inside stay valid until the next batch. */
-void ms_hierarchy_level_stats(const ms_hierarchy *hierarchy, int level, ms_cache_stats *out);
+MS_API void ms_hierarchy_level_stats(const ms_hierarchy *hierarchy, int level, ms_cache_stats *out);
 
 /* Reports over every hierarchy of a set: per level accesses, hits, misses, hit rate, the
  * load/store/modify and per-thread splits, and the `top` sites with most misses per level
  * (sites described through `sites`, which may be NULL). */
-int ms_cache_report_text(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
-                         int top);
-int ms_cache_report_json(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
-                         int top);
+MS_API int ms_cache_report_text(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
+                                int top);
+MS_API int ms_cache_report_json(FILE *out, const ms_hierarchy_set *set, const ms_site_table *sites,
+                                int top);
 
 /* A sink that feeds every batch to the set (not owned by the sink). */
-int ms_cache_sink_new(ms_hierarchy_set *set, ms_sink **out);
+MS_API int ms_cache_sink_new(ms_hierarchy_set *set, ms_sink **out);
 
 #ifdef __cplusplus
 }

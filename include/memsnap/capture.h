@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -50,19 +51,20 @@ typedef struct ms_capture_options {
   void *tool_messages_context;
 } ms_capture_options;
 
-int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
-                    ms_source **out);
+MS_API int ms_capture_open(const ms_capture_options *options, int argc, char *const *argv,
+                           ms_source **out);
 
 /* 1 if the ELF file `path` contains memsnap's compiler runtime (its .memsnap_rt section),
  * 0 if not (or not an ELF file), negative if it cannot be read. */
-int ms_capture_has_rt(const char *path);
+MS_API int ms_capture_has_rt(const char *path);
 
 /* The writer side of MEMSNAP_OUT: reads the stream that an instrumented program's runtime
  * sends on descriptors it opened (notice socket, shared slots, credit socket), for the
  * program named by argc/argv. The exit status comes from the stream's last record. The
  * three descriptors belong to the source from the call on, whatever it returns. */
-int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture_options *options,
-                      int argc, char *const *argv, ms_source **out);
+MS_API int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd,
+                             const ms_capture_options *options, int argc, char *const *argv,
+                             ms_source **out);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,7 +30,7 @@ extern "C" {
 typedef void (*ms_chase_kernel)(const uint32_t *data, uint32_t *pointers, uint64_t iterations);
 /* ms_chase_kernels[K] runs K chains for `iterations` iterations (K loads each), updating
  * pointers[0..K-1]. Index 0 is NULL. */
-extern const ms_chase_kernel ms_chase_kernels[MS_CHASE_MAX_ILP + 1];
+MS_API extern const ms_chase_kernel ms_chase_kernels[MS_CHASE_MAX_ILP + 1];
 
 typedef struct ms_chase {
   uint32_t *data; /* 512-byte aligned, inside `allocation` */
@@ -44,11 +46,11 @@ typedef struct ms_chase {
 /* Builds the array for the seed at `seed_path` (written by memsnap synth --unique; word
  * size 4), a footprint request in bytes (0: the seed's default) and ILP 1..20. MS_ERR_ARG
  * naming the reason for a seed that is not unique-index or an ILP out of range. */
-int ms_chase_build(const char *seed_path, uint64_t footprint, int ilp, ms_chase *out);
+MS_API int ms_chase_build(const char *seed_path, uint64_t footprint, int ilp, ms_chase *out);
 /* Performs `operations` chase steps (rounded down to a multiple of the ILP) from the
  * starting words; returns a value depending on every load (so that none can be dropped). */
-uint64_t ms_chase_run(const ms_chase *chase, uint64_t operations);
-void ms_chase_free(ms_chase *chase);
+MS_API uint64_t ms_chase_run(const ms_chase *chase, uint64_t operations);
+MS_API void ms_chase_free(ms_chase *chase);
 
 /* Hardware counters through perf_event_open: cycles and L1D, L2 (as far as the kernel
  * exposes it: generic LL for the last level) read misses of the calling thread. */
@@ -59,10 +61,10 @@ typedef struct ms_counters {
   uint64_t values[4];
 } ms_counters;
 /* MS_ERR_UNSUPPORTED with "counters unavailable: WHY" when the machine has none. */
-int ms_counters_open(ms_counters *counters);
-void ms_counters_start(ms_counters *counters);
-void ms_counters_stop(ms_counters *counters); /* reads the values */
-void ms_counters_close(ms_counters *counters);
+MS_API int ms_counters_open(ms_counters *counters);
+MS_API void ms_counters_start(ms_counters *counters);
+MS_API void ms_counters_stop(ms_counters *counters); /* reads the values */
+MS_API void ms_counters_close(ms_counters *counters);
 
 #ifdef __cplusplus
 }

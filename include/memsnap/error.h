@@ -9,6 +9,8 @@
 
 #include <stdarg.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,12 +27,12 @@ typedef enum ms_status {
 } ms_status;
 
 /* A short constant name for a status ("format error", ...). */
-const char *ms_status_name(int status);
+MS_API const char *ms_status_name(int status);
 
 /* Records a detailed message for the calling thread and returns `status`, so that
  * failing paths read `return ms_error_set(MS_ERR_FORMAT, "%s: offset %llu: bad magic", ...)`. */
-int ms_error_set(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));
-int ms_error_setv(int status, const char *format, va_list args);
+MS_API int ms_error_set(int status, const char *format, ...) __attribute__((format(printf, 2, 3)));
+MS_API int ms_error_setv(int status, const char *format, va_list args);
 #ifdef __clang_analyzer__
 /* clang-tidy analyzes one file at a time and cannot see that ms_error_set returns its
  * first argument (a negative ms_status on every failing path); without this it explores
@@ -39,8 +41,8 @@ int ms_error_setv(int status, const char *format, va_list args);
 #endif
 
 /* The calling thread's last detailed message, or the status name if none was set. */
-const char *ms_error_message(void);
-void ms_error_clear(void);
+MS_API const char *ms_error_message(void);
+MS_API void ms_error_clear(void);
 
 #ifdef __cplusplus
 }

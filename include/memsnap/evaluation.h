@@ -9,6 +9,7 @@
 #ifndef MEMSNAP_EVALUATION_H
 #define MEMSNAP_EVALUATION_H
 
+#include "memsnap/api.h"
 #include <stdint.h>
 
 #include "memsnap/cache.h"
@@ -22,9 +23,9 @@ extern "C" {
 #define MS_EVALUATION_COUNT MS_HIERARCHY_CATALOG_EVALUATION
 
 /* The configurations of the 46, in catalog order. */
-int ms_evaluation_configs(ms_hierarchy_config configs[MS_EVALUATION_COUNT]);
+MS_API int ms_evaluation_configs(ms_hierarchy_config configs[MS_EVALUATION_COUNT]);
 /* The 46 as one set (ms_hierarchy_set_get(set, h) is hpcmo-(h+1)). */
-int ms_evaluation_set_new(ms_hierarchy_set **out);
+MS_API int ms_evaluation_set_new(ms_hierarchy_set **out);
 
 /* Hit rates per hierarchy and level (0..1; levels[h] of them for hierarchy h). */
 typedef struct ms_evaluation_rates {
@@ -32,7 +33,7 @@ typedef struct ms_evaluation_rates {
   double hit_rate[MS_EVALUATION_COUNT][MS_HIERARCHY_MAX_LEVELS];
 } ms_evaluation_rates;
 /* The total hit rate of every level of every hierarchy of an evaluation set (flushed). */
-void ms_evaluation_hit_rates(const ms_hierarchy_set *set, ms_evaluation_rates *out);
+MS_API void ms_evaluation_hit_rates(const ms_hierarchy_set *set, ms_evaluation_rates *out);
 
 /* The mean and the largest absolute difference over `count` values (hierarchies that have
  * a level, or points of two surfaces); count 0: none to compare. */
@@ -41,11 +42,11 @@ typedef struct ms_rate_difference {
   double mean, max;
 } ms_rate_difference;
 /* Per level, over the hierarchies that have it (levels[l].count 0 where none has it). */
-void ms_evaluation_differences(const ms_evaluation_rates *a, const ms_evaluation_rates *b,
-                               ms_rate_difference levels[MS_HIERARCHY_MAX_LEVELS]);
+MS_API void ms_evaluation_differences(const ms_evaluation_rates *a, const ms_evaluation_rates *b,
+                                      ms_rate_difference levels[MS_HIERARCHY_MAX_LEVELS]);
 /* Over the points (width, depth) both surfaces have, at every width (width 0) or at one. */
-ms_rate_difference ms_surface_rate_difference(const ms_surface *a, const ms_surface *b,
-                                              uint32_t width);
+MS_API ms_rate_difference ms_surface_rate_difference(const ms_surface *a, const ms_surface *b,
+                                                     uint32_t width);
 
 /* Two sources side by side: each observed in one pass on the 46 hierarchies and on a cache
  * surface, then their differences. */
@@ -61,10 +62,10 @@ typedef struct ms_comparison {
   ms_rate_difference surface_512; /* width 512 only (count 0 if the grid lacks it) */
 } ms_comparison;
 /* Runs `source` to its end into side `side` (0 or 1), with a surface of `grid`. */
-int ms_comparison_observe(ms_comparison *comparison, int side, ms_source *source,
-                          const ms_surface_config *grid);
+MS_API int ms_comparison_observe(ms_comparison *comparison, int side, ms_source *source,
+                                 const ms_surface_config *grid);
 /* The differences of the two sides, once both are observed. */
-void ms_comparison_finish(ms_comparison *comparison);
+MS_API void ms_comparison_finish(ms_comparison *comparison);
 
 #ifdef __cplusplus
 }

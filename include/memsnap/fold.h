@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,12 +53,12 @@ typedef struct ms_fold_options {
 } ms_fold_options;
 
 /* window = MS_FOLD_DEFAULT_WINDOW, max_nodes = MS_FOLD_DEFAULT_MAX_NODES. */
-ms_fold_options ms_fold_options_default(void);
+MS_API ms_fold_options ms_fold_options_default(void);
 
 /* Creates an empty fold (options may be NULL for the defaults). Returns MS_OK, MS_ERR_ARG
  * (bad window; message names it) or MS_ERR_NOMEM. */
-int ms_fold_new(const ms_fold_options *options, ms_fold **out);
-void ms_fold_free(ms_fold *fold);
+MS_API int ms_fold_new(const ms_fold_options *options, ms_fold **out);
+MS_API void ms_fold_free(ms_fold *fold);
 
 /* Status returned by ms_fold_push when the fold is over its cap: the value is NOT stored.
  * (Positive, so `if (status < 0)` still catches only real errors.) */
@@ -67,33 +69,33 @@ void ms_fold_free(ms_fold *fold);
  * or MS_ERR_NOMEM (the fold may then only be freed).
  * Cost: O(1) when the value is the one the current repetition predicts (the common case,
  * a couple of compares); otherwise amortized O(window). */
-int ms_fold_push(ms_fold *fold, int64_t value);
+MS_API int ms_fold_push(ms_fold *fold, int64_t value);
 
 /* Appends `count` values (same semantics as pushing them one by one; stops at the first
  * status other than MS_OK and returns it). */
-int ms_fold_push_many(ms_fold *fold, const int64_t *values, size_t count);
+MS_API int ms_fold_push_many(ms_fold *fold, const int64_t *values, size_t count);
 
 /* Ends the input: the fold becomes immutable and readable (format, cursors, terms).
  * Idempotent. Returns MS_OK or MS_ERR_NOMEM. */
-int ms_fold_finish(ms_fold *fold);
+MS_API int ms_fold_finish(ms_fold *fold);
 
 /* True once the fold holds more than options.max_nodes terms (see ms_fold_push). */
-bool ms_fold_over_cap(const ms_fold *fold);
+MS_API bool ms_fold_over_cap(const ms_fold *fold);
 
 /* ---- Size and structure (valid at any time; the structure after finish) ------------ */
 
 /* Number of elements the expression expands to (= values stored). Fits uint64 always
  * (ms_fold_parse rejects longer expressions). */
-uint64_t ms_fold_length(const ms_fold *fold);
+MS_API uint64_t ms_fold_length(const ms_fold *fold);
 
 /* Number of terms in the written expression: each value term (`x` or `x^n`) counts 1 and
  * each group counts 1 plus the terms of its body, counted every time it is written.
  * Before ms_fold_finish it leaves out the partial iteration of a repetition in progress
  * (at most the size of that repetition's body). */
-uint64_t ms_fold_node_count(const ms_fold *fold);
+MS_API uint64_t ms_fold_node_count(const ms_fold *fold);
 
 /* Depth of group nesting (0 for a sequence of value terms only). */
-uint32_t ms_fold_depth(const ms_fold *fold);
+MS_API uint32_t ms_fold_depth(const ms_fold *fold);
 
 /* Affine terms (non-rectangular loops): inside the body of a top-level group, a term may
  * change from one iteration of that group to the next by constant steps; in iteration r
@@ -115,21 +117,21 @@ typedef struct ms_fold_steps {
 } ms_fold_steps;
 
 /* The steps of a term of a finished fold (zeros for a term without steps). */
-ms_fold_steps ms_fold_term_steps(const ms_fold *fold, const ms_fold_term *term);
+MS_API ms_fold_steps ms_fold_term_steps(const ms_fold *fold, const ms_fold_term *term);
 
 /* The terms of sequence `sequence` (0 = top level) of a finished fold; *length receives
  * their number. Returns NULL (and *length = 0) for an unknown sequence or an unfinished
  * fold. The array lives as long as the fold. */
-const ms_fold_term *ms_fold_sequence(const ms_fold *fold, uint32_t sequence, size_t *length);
+MS_API const ms_fold_term *ms_fold_sequence(const ms_fold *fold, uint32_t sequence, size_t *length);
 
 /* Expanded length of one iteration of sequence `sequence` (0 = whole top level); for a
  * body with steps, of its first iteration. */
-uint64_t ms_fold_sequence_length(const ms_fold *fold, uint32_t sequence);
+MS_API uint64_t ms_fold_sequence_length(const ms_fold *fold, uint32_t sequence);
 
 /* Wrapping (mod 2^64) sum of the first `end` elements, computed in O(depth log window)
  * without expansion, e.g. the address reached after `end` strides. `end` <= length.
  * Returns MS_OK, or MS_ERR_ARG (end > length, or the fold is not finished). */
-int ms_fold_prefix_sum(const ms_fold *fold, uint64_t end, uint64_t *sum);
+MS_API int ms_fold_prefix_sum(const ms_fold *fold, uint64_t end, uint64_t *sum);
 
 /* ---- Text ---------------------------------------------------------------------------- */
 
@@ -147,10 +149,10 @@ typedef int (*ms_fold_value_parser)(const char *token, size_t length, int64_t *v
 
 /* Built-in value syntaxes. Signed: "+16", "-36816", "+0" (parse also accepts no sign).
  * Decimal: "16", "-36816". Both reject values outside int64. */
-int ms_fold_format_signed(char *buffer, int64_t value, void *context);
-int ms_fold_parse_signed(const char *token, size_t length, int64_t *value, void *context);
-int ms_fold_format_decimal(char *buffer, int64_t value, void *context);
-int ms_fold_parse_decimal(const char *token, size_t length, int64_t *value, void *context);
+MS_API int ms_fold_format_signed(char *buffer, int64_t value, void *context);
+MS_API int ms_fold_parse_signed(const char *token, size_t length, int64_t *value, void *context);
+MS_API int ms_fold_format_decimal(char *buffer, int64_t value, void *context);
+MS_API int ms_fold_parse_decimal(const char *token, size_t length, int64_t *value, void *context);
 
 /* Writes the expression of a finished fold as a NUL-terminated string in *text (free()
  * it); *text_length (may be NULL) receives its length. Syntax: terms separated by one
@@ -159,8 +161,8 @@ int ms_fold_parse_decimal(const char *token, size_t length, int64_t *value, void
  * decimal, "+8", "-1"), e.g. `((+8^9 -72)^{9,-1} +8^9 {-64,+8})^8`.
  * The empty sequence is the empty string.
  * Returns MS_OK, MS_ERR_ARG (unfinished fold, or the formatter failed) or MS_ERR_NOMEM. */
-int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void *context,
-                   char **text, size_t *text_length);
+MS_API int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void *context,
+                          char **text, size_t *text_length);
 
 /* Parses an expression (`length` bytes; white space, including newlines, separates
  * tokens freely; `x^1` and `( ... )^1` are accepted and kept as written) into a new,
@@ -171,30 +173,30 @@ int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void 
  * body of a top-level group, a count that a step takes below 1 or beyond uint64.
  * For every finished fold F: parse(format(F)) formats to the same text. */
 #define MS_FOLD_MAX_DEPTH 1000
-int ms_fold_parse(const char *text, size_t length, ms_fold_value_parser parser, void *context,
-                  ms_fold **out, size_t *error_column);
+MS_API int ms_fold_parse(const char *text, size_t length, ms_fold_value_parser parser,
+                         void *context, ms_fold **out, size_t *error_column);
 
 /* ---- Replay -------------------------------------------------------------------------- */
 
 /* A cursor over the expansion of a finished fold, starting at index 0. It must not outlive
  * the fold. Returns MS_OK, MS_ERR_ARG (unfinished fold) or MS_ERR_NOMEM. */
-int ms_fold_cursor_new(const ms_fold *fold, ms_fold_cursor **out);
-void ms_fold_cursor_free(ms_fold_cursor *cursor);
+MS_API int ms_fold_cursor_new(const ms_fold *fold, ms_fold_cursor **out);
+MS_API void ms_fold_cursor_free(ms_fold_cursor *cursor);
 
 /* Moves to element `index` (0 <= index <= length; length means the end) in O(depth log
  * window) arithmetic, without generating the skipped elements. Returns MS_OK or MS_ERR_ARG. */
-int ms_fold_cursor_seek(ms_fold_cursor *cursor, uint64_t index);
+MS_API int ms_fold_cursor_seek(ms_fold_cursor *cursor, uint64_t index);
 
 /* Index of the next element to be read. */
-uint64_t ms_fold_cursor_position(const ms_fold_cursor *cursor);
+MS_API uint64_t ms_fold_cursor_position(const ms_fold_cursor *cursor);
 
 /* Reads the next element into *value; false at the end. */
-bool ms_fold_cursor_next(ms_fold_cursor *cursor, int64_t *value);
+MS_API bool ms_fold_cursor_next(ms_fold_cursor *cursor, int64_t *value);
 
 /* Reads up to `capacity` next elements into `values`; returns how many (less than
  * `capacity` only at the end).
  * This is the fast path: runs of a value and small repeated bodies are copied in bulk. */
-size_t ms_fold_cursor_read(ms_fold_cursor *cursor, int64_t *values, size_t capacity);
+MS_API size_t ms_fold_cursor_read(ms_fold_cursor *cursor, int64_t *values, size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,30 +35,30 @@ extern "C" {
 /* 1 if `path` is "-" or names something other than a regular file or a directory (a pipe,
  * a FIFO, a character device): read in order, once; 0 otherwise (also if it does not
  * exist: opening it then says so). */
-int ms_input_is_stream(const char *path);
+MS_API int ms_input_is_stream(const char *path);
 /* The name for messages: "standard input" for "-", else the path itself. */
-const char *ms_input_name(const char *path);
+MS_API const char *ms_input_name(const char *path);
 
 /* Copies up to `size` bytes at `offset` from the start of the input into buf, without
  * consuming anything; *got is less than size only at the end of the input. Blocks on a
  * stream until the bytes arrive. Returns 0 or a negative status (cannot open, read
  * failed, or a stream already read). */
-int ms_input_peek(const char *path, uint64_t offset, void *buf, size_t size, size_t *got);
+MS_API int ms_input_peek(const char *path, uint64_t offset, void *buf, size_t size, size_t *got);
 
 /* The whole input from its first byte, for reading in order (fread). A stream can be
  * opened this way once; the caller fcloses the FILE. */
-int ms_input_open(const char *path, FILE **out);
+MS_API int ms_input_open(const char *path, FILE **out);
 /* The whole input as a regular file (fileno() and pread() work): the file itself, or a
  * stream's temporary copy, which any later open of the same path gets again. */
-int ms_input_open_seekable(const char *path, FILE **out);
+MS_API int ms_input_open_seekable(const char *path, FILE **out);
 
 /* Bytes of the input: a regular file's size, a stream's bytes read so far (all of them
  * once read to its end). 0 if unknown. */
-uint64_t ms_input_size(const char *path);
+MS_API uint64_t ms_input_size(const char *path);
 
 /* Called (from another thread) with the input's name when opening a FIFO has waited for
  * a writer for a second; NULL (the default) for none. */
-void ms_input_set_wait_notice(void (*notice)(const char *name));
+MS_API void ms_input_set_wait_notice(void (*notice)(const char *name));
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #ifndef MEMSNAP_NUMBER_H
 #define MEMSNAP_NUMBER_H
 
+#include "memsnap/api.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,11 +28,11 @@ typedef enum ms_number_rule {
 
 /* Parses text[0..length) by `rule` into *value. Returns 0, or -1 if malformed (no message:
  * the caller names the option). */
-int ms_parse_number(const char *text, size_t length, ms_number_rule rule, uint64_t *value);
+MS_API int ms_parse_number(const char *text, size_t length, ms_number_rule rule, uint64_t *value);
 /* The same for a NUL-terminated text. */
-int ms_parse_number_text(const char *text, ms_number_rule rule, uint64_t *value);
+MS_API int ms_parse_number_text(const char *text, ms_number_rule rule, uint64_t *value);
 /* Interval sampling "ON/OFF": two counts, ON > 0 (1M/9M: keep a million, drop nine). */
-int ms_parse_sampling(const char *text, uint64_t *on, uint64_t *off);
+MS_API int ms_parse_sampling(const char *text, uint64_t *on, uint64_t *off);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #ifndef MEMSNAP_OPEN_H
 #define MEMSNAP_OPEN_H
 
+#include "memsnap/api.h"
 #include <stdint.h>
 
 #include "memsnap/capture.h"
@@ -33,12 +34,12 @@ typedef enum ms_input_kind {
 
 /* What `path` holds. Returns 0 with *kind set, or a negative status when it cannot be
  * opened or read (the message names the path). */
-int ms_input_kind_of(const char *path, ms_input_kind *kind);
+MS_API int ms_input_kind_of(const char *path, ms_input_kind *kind);
 /* "mtr trace", "trace seed", "lackey trace", "din trace", "psnap profile",
  * "memory signature", "zstd data", "empty", "unknown". */
-const char *ms_input_kind_name(ms_input_kind kind);
+MS_API const char *ms_input_kind_name(ms_input_kind kind);
 /* 1 for the kinds ms_open opens as a source of accesses (traces, seeds, profiles). */
-int ms_input_kind_has_accesses(ms_input_kind kind);
+MS_API int ms_input_kind_has_accesses(ms_input_kind kind);
 
 /* How ms_open observes and expands. Zero-initialised: capture with the defaults of
  * ms_capture_options, seeds read as they are. */
@@ -56,8 +57,8 @@ typedef struct ms_open_options {
  * observation (path is then ignored). options may be NULL (zero-initialised defaults).
  * Inputs that hold no accesses (a signature, compressed data, an empty file) are refused
  * with a message that says what they are. */
-int ms_open(const char *path, int program_argc, char *const *program_argv,
-            const ms_open_options *options, ms_source **out);
+MS_API int ms_open(const char *path, int program_argc, char *const *program_argv,
+                   const ms_open_options *options, ms_source **out);
 
 #ifdef __cplusplus
 }

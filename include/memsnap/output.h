@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,11 +21,11 @@ typedef struct ms_output {
   char *temp_path; /* temporary path, NULL for stdout */
 } ms_output;
 
-int ms_output_open(ms_output *out, const char *path);
+MS_API int ms_output_open(ms_output *out, const char *path);
 /* Flushes, fsyncs, closes and renames onto the target. On failure the temporary is removed. */
-int ms_output_commit(ms_output *out);
+MS_API int ms_output_commit(ms_output *out);
 /* Closes and removes the temporary. Safe to call after commit (does nothing then). */
-void ms_output_abort(ms_output *out);
+MS_API void ms_output_abort(ms_output *out);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -69,31 +70,32 @@ typedef enum ms_psnap_expr_kind {
   MS_PSNAP_SITES = 1,   /* leaves print as s12 */
 } ms_psnap_expr_kind;
 
-void ms_psnap_expr_init(ms_psnap_expr *expr);
-void ms_psnap_expr_free(ms_psnap_expr *expr);
+MS_API void ms_psnap_expr_init(ms_psnap_expr *expr);
+MS_API void ms_psnap_expr_free(ms_psnap_expr *expr);
 /* Building bottom-up: leaves and groups return a node id (>= 0) or a negative status. */
-int64_t ms_psnap_expr_leaf(ms_psnap_expr *expr, int64_t value, uint64_t repeat);
-int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count,
-                            uint64_t repeat);
+MS_API int64_t ms_psnap_expr_leaf(ms_psnap_expr *expr, int64_t value, uint64_t repeat);
+MS_API int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count,
+                                   uint64_t repeat);
 /* Sets the top-level sequence and computes lengths and sums; MS_ERR_FORMAT if the
  * number of elements overflows 64 bits. */
-int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count);
+MS_API int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count);
 /* Gives node `id` (a child of a top-level group) steps; checked by ms_psnap_expr_finish. */
-void ms_psnap_expr_set_steps(ms_psnap_expr *expr, uint32_t id, int64_t value_step,
-                             int64_t repeat_step);
+MS_API void ms_psnap_expr_set_steps(ms_psnap_expr *expr, uint32_t id, int64_t value_step,
+                                    int64_t repeat_step);
 /* Most children the groups with steps may unroll to (MS_ERR_FORMAT beyond). */
 #define MS_PSNAP_UNROLL_MAX (1u << 22)
 /* Parses text (no newline) written by ms_psnap_expr_print. Errors name file:line:column,
  * columns counted from `column` for the first character of text. */
-int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size, ms_psnap_expr_kind kind,
-                        const char *file, unsigned line, unsigned column);
-int ms_psnap_expr_print(const ms_psnap_expr *expr, ms_psnap_expr_kind kind, FILE *out);
+MS_API int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size,
+                               ms_psnap_expr_kind kind, const char *file, unsigned line,
+                               unsigned column);
+MS_API int ms_psnap_expr_print(const ms_psnap_expr *expr, ms_psnap_expr_kind kind, FILE *out);
 /* The same into a malloc'ed string (NULL if out of memory). */
-char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind);
-int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from);
+MS_API char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind);
+MS_API int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from);
 /* Prepares ms_psnap_cursor_seek_counts: per node, how many times each value < values
  * occurs in one iteration. MS_ERR_FORMAT if a leaf is negative or >= values. */
-int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values);
+MS_API int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values);
 
 /* A position in the expanded sequence of an expression; cyclic cursors start over at
  * the end (an empty expression then yields zeros). */
@@ -111,26 +113,27 @@ typedef struct ms_psnap_cursor {
   uint64_t leaf_left; /* copies of `value` left before the next leaf */
 } ms_psnap_cursor;
 
-int ms_psnap_cursor_init(ms_psnap_cursor *cursor, const ms_psnap_expr *expr, int cyclic);
-void ms_psnap_cursor_free(ms_psnap_cursor *cursor);
+MS_API int ms_psnap_cursor_init(ms_psnap_cursor *cursor, const ms_psnap_expr *expr, int cyclic);
+MS_API void ms_psnap_cursor_free(ms_psnap_cursor *cursor);
 /* Up to `max` copies of the next value: returns how many (0 at the end of a non-cyclic
  * expression) and the value in *value. */
 static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value);
 /* Positions the cursor before element `index` and returns the sum of the elements before
  * it (wrapping). If value_counts is not NULL, adds to value_counts[v] the number of
  * occurrences of v before `index` (needs ms_psnap_expr_index_values). */
-int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index, uint64_t *value_counts);
+MS_API int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index,
+                                    uint64_t *value_counts);
 /* The same, counting element i as weight[leaf] elements (0 or 1) and a group as
  * weight[group] per iteration (ms_psnap_expr_weights): the index counts only the
  * elements of weight 1, and the cursor stops before the index-th of them. */
-int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
-                                      const uint64_t *weight, uint64_t *value_counts);
+MS_API int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
+                                             const uint64_t *weight, uint64_t *value_counts);
 /* Per node, the elements of one iteration whose value v has mask[v] set (an order's
  * selected sites); malloc'ed array of node_count entries, NULL if out of memory. */
-uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask);
-void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor);
+MS_API uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask);
+MS_API void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor);
 /* Slow path of ms_psnap_cursor_run: moves to the next leaf; 0 at the end. */
-int ms_psnap_cursor_advance(ms_psnap_cursor *cursor);
+MS_API int ms_psnap_cursor_advance(ms_psnap_cursor *cursor);
 
 static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value) {
   if (cursor->leaf_left == 0 && !ms_psnap_cursor_advance(cursor)) return 0;
@@ -150,8 +153,8 @@ typedef enum ms_stride_class {
   MS_STRIDE_UNDESIGNATED,
 } ms_stride_class;
 
-const char *ms_stride_class_name(ms_stride_class cls); /* "constant", "simple-repeat", ... */
-int ms_stride_class_parse(const char *name);           /* -1 if unknown */
+MS_API const char *ms_stride_class_name(ms_stride_class cls); /* "constant", "simple-repeat", ... */
+MS_API int ms_stride_class_parse(const char *name);           /* -1 if unknown */
 
 /* The online record of one site: unique strides in order of first appearance, their
  * counts, and a snapshot of the counts each time a new stride appears (row i, 0-based,
@@ -165,11 +168,11 @@ typedef struct ms_stride_history {
   int overflowed;
 } ms_stride_history;
 
-int ms_stride_history_init(ms_stride_history *history, uint32_t capacity);
-void ms_stride_history_free(ms_stride_history *history);
+MS_API int ms_stride_history_init(ms_stride_history *history, uint32_t capacity);
+MS_API void ms_stride_history_free(ms_stride_history *history);
 /* Cost proportional to the number of unique strides; the first index matches most. */
 static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride);
-int ms_stride_history_add_new(ms_stride_history *history, int64_t stride);
+MS_API int ms_stride_history_add_new(ms_stride_history *history, int64_t stride);
 
 static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride) {
   for (uint32_t i = 0; i < history->unique; i++)
@@ -195,11 +198,11 @@ typedef struct ms_stride_decoding {
 /* Decodes from rows (row_count rows of `width` values, row i taken when stride i+1
  * appeared) and the final counts. Always succeeds unless out of memory; undesignated
  * when nothing fits. Call ms_stride_decoding_free afterwards. */
-int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t unique,
-                                  const uint64_t *rows, uint32_t row_count, uint32_t width,
-                                  ms_stride_decoding *out);
-int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decoding *out);
-void ms_stride_decoding_free(ms_stride_decoding *decoding);
+MS_API int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts,
+                                         uint32_t unique, const uint64_t *rows, uint32_t row_count,
+                                         uint32_t width, ms_stride_decoding *out);
+MS_API int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decoding *out);
+MS_API void ms_stride_decoding_free(ms_stride_decoding *decoding);
 
 /* ---- Profiles ------------------------------------------------------------------------- */
 
@@ -283,24 +286,26 @@ typedef struct ms_psnap_profile {
 /* A compressed profile decompresses to at most this many bytes of text (256 MiB). */
 #define MS_PSNAP_MAX_TEXT ((size_t)256 << 20)
 
-void ms_psnap_profile_free(ms_psnap_profile *profile);
-int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
+MS_API void ms_psnap_profile_free(ms_psnap_profile *profile);
+MS_API int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
 /* The same text through zstd (level 19), one frame. */
-int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out);
+MS_API int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out);
 /* Writes atomically (temporary name, then rename); "-" is standard output. Compressed
  * when the path ends with ".zst" (save) or when `compress` is set (save_as). */
-int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path);
-int ms_psnap_profile_save_as(const ms_psnap_profile *profile, const char *path, int compress);
+MS_API int ms_psnap_profile_save(const ms_psnap_profile *profile, const char *path);
+MS_API int ms_psnap_profile_save_as(const ms_psnap_profile *profile, const char *path,
+                                    int compress);
 /* Parses text, or zstd-compressed text (told by the zstd magic; at most MS_PSNAP_MAX_TEXT
  * bytes once decompressed); errors name `name`, line and column (or the compressed
  * data's offset). Reads the current version (psnap 2) and version 1. */
-int ms_psnap_profile_parse(const char *text, size_t size, const char *name, ms_psnap_profile *out);
+MS_API int ms_psnap_profile_parse(const char *text, size_t size, const char *name,
+                                  ms_psnap_profile *out);
 /* `path` may be "-" (standard input), a pipe or a FIFO (memsnap/input.h). */
-int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
+MS_API int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
 /* 1 if the file starts like a profile (of either version), compressed or not: of a
  * compressed one, the first bytes of its text are decompressed, reading as much of the
  * file as that takes (its first zstd block, up to 128 KiB). */
-int ms_psnap_detect(const char *path);
+MS_API int ms_psnap_detect(const char *path);
 
 /* ---- Building a profile (a sink) ------------------------------------------------------ */
 
@@ -321,14 +326,14 @@ typedef struct ms_psnap_options {
                              the thread's accesses (default 1: the whole thread at once) */
 } ms_psnap_options;
 
-void ms_psnap_options_default(ms_psnap_options *options);
+MS_API void ms_psnap_options_default(ms_psnap_options *options);
 /* The caps of a fidelity (0 low, 1 normal: the defaults, 2 high) into site_cap, order_cap
  * and order_window, and the order periods that suit options->lossless (512 for lossless
  * sites, 1 otherwise), into order_periods. Measured on the workload set (docs/accuracy.md). */
-void ms_psnap_options_preset(ms_psnap_options *options, int fidelity);
+MS_API void ms_psnap_options_preset(ms_psnap_options *options, int fidelity);
 /* A sink that builds a profile; ms_psnap_builder_take hands it over after the stream ends. */
-int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out);
-int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
+MS_API int ms_psnap_builder_new(const ms_psnap_options *options, ms_sink **out);
+MS_API int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
 
 /* ---- Selections --------------------------------------------------------------------- */
 
@@ -337,11 +342,12 @@ int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
 typedef struct ms_psnap_filter ms_psnap_filter;
 
 /* MS_ERR_FORMAT for a selection that is none of these. */
-int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out);
-void ms_psnap_filter_free(ms_psnap_filter *filter);
+MS_API int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out);
+MS_API void ms_psnap_filter_free(ms_psnap_filter *filter);
 /* 1 if the accesses of trace site `site` (of `sites`) are kept, 0 if not, or a negative
  * status (out of memory). */
-int ms_psnap_filter_keeps(ms_psnap_filter *filter, const ms_site_table *sites, uint32_t site);
+MS_API int ms_psnap_filter_keeps(ms_psnap_filter *filter, const ms_site_table *sites,
+                                 uint32_t site);
 
 /* ---- Replay (a source) ---------------------------------------------------------------- */
 
@@ -354,15 +360,15 @@ typedef struct ms_psnap_replay_options {
 /* Replays a profile (taken over by the source, freed with it). Threads are replayed one
  * after the other (thread 0 whole, then thread 1, ...); each thread's accesses are in
  * program order. Seeking skips through repetitions arithmetically. */
-int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
-                         ms_source **out);
+MS_API int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
+                                ms_source **out);
 /* Loads a file and replays all of it (for format detection by the CLI). */
-int ms_psnap_open(const char *path, ms_source **out);
+MS_API int ms_psnap_open(const char *path, ms_source **out);
 
 /* Marks in mask (site_count bytes) the sites whose function is `function`, or whose
  * file ends with `file` and line is `line` (file:line text); returns how many. */
-int ms_psnap_select(const ms_psnap_profile *profile, const char *function, const char *file_line,
-                    uint8_t *mask);
+MS_API int ms_psnap_select(const ms_psnap_profile *profile, const char *function,
+                           const char *file_line, uint8_t *mask);
 
 #ifdef __cplusplus
 }

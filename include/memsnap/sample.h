@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -25,17 +26,17 @@ extern "C" {
 typedef int (*ms_sample_interval_fn)(void *context, uint64_t interval);
 
 /* on > 0 accesses kept, then off dropped (off == 0: everything is kept, one interval). */
-int ms_sample_sink_new(ms_sink *inner, uint64_t on, uint64_t off, ms_sample_interval_fn on_interval,
-                       void *context, ms_sink **out);
+MS_API int ms_sample_sink_new(ms_sink *inner, uint64_t on, uint64_t off,
+                              ms_sample_interval_fn on_interval, void *context, ms_sink **out);
 
 /* Warm-up: the last `count` (<= off) accesses of every skipped run go to `warm` (a sink
  * that updates its model's state without counting), right after `on_interval` announced
  * the interval they lead into. Without it (the default) an interval is announced at its
  * first kept access. The wrapper does not own `warm`. */
-int ms_sample_sink_set_warmup(ms_sink *sink, ms_sink *warm, uint64_t count);
+MS_API int ms_sample_sink_set_warmup(ms_sink *sink, ms_sink *warm, uint64_t count);
 
 /* Accesses seen by the wrapper and accesses passed on, so far. */
-void ms_sample_sink_counts(const ms_sink *sink, uint64_t *seen, uint64_t *kept);
+MS_API void ms_sample_sink_counts(const ms_sink *sink, uint64_t *seen, uint64_t *kept);
 
 #ifdef __cplusplus
 }

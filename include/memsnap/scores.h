@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
 
@@ -61,22 +62,24 @@ typedef struct ms_scores {
   ms_locality_score *sites;
 } ms_scores;
 
-void ms_scores_config_default(ms_scores_config *config);
-int ms_scores_config_check(const ms_scores_config *config);
+MS_API void ms_scores_config_default(ms_scores_config *config);
+MS_API int ms_scores_config_check(const ms_scores_config *config);
 
 typedef struct ms_scores_builder ms_scores_builder;
-int ms_scores_builder_new(const ms_scores_config *config, ms_scores_builder **out);
-void ms_scores_builder_free(ms_scores_builder *builder);
-int ms_scores_builder_add(ms_scores_builder *builder, const ms_batch *batch);
+MS_API int ms_scores_builder_new(const ms_scores_config *config, ms_scores_builder **out);
+MS_API void ms_scores_builder_free(ms_scores_builder *builder);
+MS_API int ms_scores_builder_add(ms_scores_builder *builder, const ms_batch *batch);
 /* Scores so far; free with ms_scores_clear. */
-int ms_scores_builder_result(const ms_scores_builder *builder, ms_scores *out);
-void ms_scores_clear(ms_scores *scores);
-int ms_scores_sink_new(ms_scores_builder *builder, ms_sink **out);
+MS_API int ms_scores_builder_result(const ms_scores_builder *builder, ms_scores *out);
+MS_API void ms_scores_clear(ms_scores *scores);
+MS_API int ms_scores_sink_new(ms_scores_builder *builder, ms_sink **out);
 
 /* Reports: the whole run, then the `top` sites (all if top < 0) with their source lines,
  * sorted by contribution (spatial + temporal). `sites` may be NULL. */
-int ms_scores_write_table(FILE *out, const ms_scores *scores, const ms_site_table *sites, int top);
-int ms_scores_write_json(FILE *out, const ms_scores *scores, const ms_site_table *sites, int top);
+MS_API int ms_scores_write_table(FILE *out, const ms_scores *scores, const ms_site_table *sites,
+                                 int top);
+MS_API int ms_scores_write_json(FILE *out, const ms_scores *scores, const ms_site_table *sites,
+                                int top);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -89,56 +90,60 @@ typedef struct ms_signature {
 typedef struct ms_signature_model ms_signature_model;
 
 /* Fills config with the defaults (512, 4, no per-site, no cap). */
-void ms_signature_config_default(ms_signature_config *config);
-int ms_signature_model_new(const ms_signature_config *config, ms_signature_model **out);
-void ms_signature_model_free(ms_signature_model *model);
+MS_API void ms_signature_config_default(ms_signature_config *config);
+MS_API int ms_signature_model_new(const ms_signature_config *config, ms_signature_model **out);
+MS_API void ms_signature_model_free(ms_signature_model *model);
 /* Sends accesses through the model (whatever their number; no per-access call needed);
  * with config.widths, also through the narrower widths' surface builder (they alone: not
  * the warm-up or tracked accesses below). */
-int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses, size_t count);
+MS_API int ms_signature_model_add(ms_signature_model *model, const ms_access *accesses,
+                                  size_t count);
 /* Forgets every line's history (LRU order and trees), keeping the counts: the start of a
  * sampling interval (section 3.3.1). The narrower widths start cold too (a new builder;
  * if it cannot be allocated, the next ms_signature_model_add or _result fails). */
-void ms_signature_model_forget(ms_signature_model *model);
+MS_API void ms_signature_model_forget(ms_signature_model *model);
 /* The signature of everything added so far. `info` (may be NULL) gives the program, the
  * sampling and the sites' locations; `accesses_seen` is the stream's total (0: the
  * number added). */
-int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
-                              uint64_t accesses_seen, ms_signature **out);
+MS_API int ms_signature_model_result(const ms_signature_model *model, const ms_stream_info *info,
+                                     uint64_t accesses_seen, ms_signature **out);
 /* Updates the model's state (LRU order, trees) with accesses without counting them: the
  * warm-up before a sampling interval. */
-int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses, size_t count);
+MS_API int ms_signature_model_warm(ms_signature_model *model, const ms_access *accesses,
+                                   size_t count);
 /* Updates only the trees of halves (not the LRU order, nothing counted): the accesses
  * skipped by interval sampling, so that a line's spatial history survives the gaps. */
-int ms_signature_model_track(ms_signature_model *model, const ms_access *accesses, size_t count);
+MS_API int ms_signature_model_track(ms_signature_model *model, const ms_access *accesses,
+                                    size_t count);
 /* A sink that feeds the model, and one that warms it (the model is not owned). */
-int ms_signature_sink_new(ms_signature_model *model, ms_sink **out);
-int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out);
+MS_API int ms_signature_sink_new(ms_signature_model *model, ms_sink **out);
+MS_API int ms_signature_warm_sink_new(ms_signature_model *model, ms_sink **out);
 
 /* A sink for the skipped accesses of interval sampling, `gap` (the OFF count) per period:
  * in each gap the first gap - warm are tracked (ms_signature_model_track), the last `warm`
  * warm the model (ms_signature_model_warm). Set it as the sampling sink's warm-up of `gap`. */
-int ms_signature_gap_sink_new(ms_signature_model *model, uint64_t gap, uint64_t warm,
-                              ms_sink **out);
+MS_API int ms_signature_gap_sink_new(ms_signature_model *model, uint64_t gap, uint64_t warm,
+                                     ms_sink **out);
 
-void ms_signature_free(ms_signature *signature);
+MS_API void ms_signature_free(ms_signature *signature);
 
 /* HitRate(2^depth_index) of a bin, or -1 if it has no references. */
-double ms_signature_hit_rate(const ms_signature_bin *bin, int depth_index);
+MS_API double ms_signature_hit_rate(const ms_signature_bin *bin, int depth_index);
 /* alpha of `level` (0: the word level) in reuse bin `reuse_bin`, or over all bins when
  * reuse_bin < 0 (the "Avg" value); -1 if there were no trials (NA). */
-double ms_signature_alpha(const ms_signature_bin *bin, int level, int reuse_bin);
+MS_API double ms_signature_alpha(const ms_signature_bin *bin, int level, int reuse_bin);
 
 /* Text format of docs/formats.md (Appendix A of the dissertation, with the counts), and
  * JSON with the same numbers. */
-int ms_signature_write_text(FILE *out, const ms_signature *signature);
-int ms_signature_write_json(FILE *out, const ms_signature *signature);
+MS_API int ms_signature_write_text(FILE *out, const ms_signature *signature);
+MS_API int ms_signature_write_json(FILE *out, const ms_signature *signature);
 /* Writes the text format atomically to `path` ("-": standard output). */
-int ms_signature_save(const ms_signature *signature, const char *path);
+MS_API int ms_signature_save(const ms_signature *signature, const char *path);
 
 /* Parses the text format; errors name `name` and the line. */
-int ms_signature_parse(const char *text, size_t length, const char *name, ms_signature **out);
-int ms_signature_load(const char *path, ms_signature **out);
+MS_API int ms_signature_parse(const char *text, size_t length, const char *name,
+                              ms_signature **out);
+MS_API int ms_signature_load(const char *path, ms_signature **out);
 
 /* The cache surface derived from one bin of a signature as the dissertation derives it
  * (sections 4.1, 4.3 and 6.1): a synthetic stream of lines is drawn from the reuse CDF
@@ -155,8 +160,8 @@ typedef struct ms_signature_surface {
   double hit_rate[MS_SIGNATURE_MAX_LEVELS + 1][MS_SIGNATURE_DEPTHS];
 } ms_signature_surface;
 
-int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
-                                ms_signature_surface *out);
+MS_API int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
+                                       ms_signature_surface *out);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "memsnap/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,39 +27,39 @@ typedef struct ms_site {
 
 typedef struct ms_site_table ms_site_table;
 
-ms_site_table *ms_site_table_new(void);
-void ms_site_table_free(ms_site_table *table);
+MS_API ms_site_table *ms_site_table_new(void);
+MS_API void ms_site_table_free(ms_site_table *table);
 
-uint32_t ms_site_table_count(const ms_site_table *table);
+MS_API uint32_t ms_site_table_count(const ms_site_table *table);
 /* NULL if id is out of range. */
-const ms_site *ms_site_table_get(const ms_site_table *table, uint32_t id);
+MS_API const ms_site *ms_site_table_get(const ms_site_table *table, uint32_t id);
 
 /* Appends a site (any string may be NULL) and returns its id (>= 0) or a negative status. */
-int64_t ms_site_table_add(ms_site_table *table, uint64_t pc, const char *object,
-                          const char *function, const char *file, uint32_t line);
+MS_API int64_t ms_site_table_add(ms_site_table *table, uint64_t pc, const char *object,
+                                 const char *function, const char *file, uint32_t line);
 /* Id of the first site with this pc, or -1. O(1) on average. */
-int64_t ms_site_table_find(const ms_site_table *table, uint64_t pc);
+MS_API int64_t ms_site_table_find(const ms_site_table *table, uint64_t pc);
 /* Replaces the location of site `id` (strings copied; NULL clears). */
-int ms_site_table_set_location(ms_site_table *table, uint32_t id, const char *function,
-                               const char *file, uint32_t line);
+MS_API int ms_site_table_set_location(ms_site_table *table, uint32_t id, const char *function,
+                                      const char *file, uint32_t line);
 
 /* For every site whose object is `object_path` and whose function or line is missing,
  * looks pc - load_bias up in that object's symbol table and DWARF line table (libdw).
  * Objects without debug info give function names only. Returns the number of sites
  * resolved, or a negative status if the object cannot be opened. */
-int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_t load_bias);
+MS_API int ms_site_table_resolve(ms_site_table *table, const char *object_path, uint64_t load_bias);
 
 /* For every site of `object_path` that still has neither function nor file, names it by
  * the object's base name and the link-time address pc - load_bias, as "gzip+0x430e" (the
  * address that addr2line and objdump take): a stripped program's own code has no symbol,
  * and this name stays the same across runs and tells objects apart, where the run-time
  * pc does neither. Returns the number of sites named, or a negative status. */
-int ms_site_table_name_by_offset(ms_site_table *table, const char *object_path,
-                                 uint64_t load_bias);
+MS_API int ms_site_table_name_by_offset(ms_site_table *table, const char *object_path,
+                                        uint64_t load_bias);
 
 /* "function (file:line)", "function (0x4005d0)", "gzip+0x430e" (named by offset: no
  * run-time pc) or "0x4005d0" into buf; returns buf. */
-const char *ms_site_describe(const ms_site *site, char *buf, size_t size);
+MS_API const char *ms_site_describe(const ms_site *site, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/sites.h"
 
 #ifdef __cplusplus
@@ -74,8 +75,8 @@ static inline int ms_source_next(ms_source *source, ms_batch *batch) {
 static inline const ms_stream_info *ms_source_info(const ms_source *source) {
   return &source->info;
 }
-int ms_source_seek(ms_source *source, uint64_t index);
-void ms_source_destroy(ms_source *source);
+MS_API int ms_source_seek(ms_source *source, uint64_t index);
+MS_API void ms_source_destroy(ms_source *source);
 
 typedef struct ms_sink ms_sink;
 typedef struct ms_sink_ops {
@@ -91,16 +92,17 @@ struct ms_sink {
   const ms_sink_ops *ops;
 };
 
-void ms_sink_destroy(ms_sink *sink);
+MS_API void ms_sink_destroy(ms_sink *sink);
 
 /* Pulls every batch of `source` (at most `limit` accesses if limit > 0) into each sink:
  * begin, consume..., end. Stops at the first error and returns it. */
-int ms_pipeline_run(ms_source *source, ms_sink *const *sinks, int sink_count, uint64_t limit);
+MS_API int ms_pipeline_run(ms_source *source, ms_sink *const *sinks, int sink_count,
+                           uint64_t limit);
 
 /* Helpers for sources that own their info strings. */
-int ms_stream_info_set_program(ms_stream_info *info, const char *program, int argc,
-                               char *const *argv);
-void ms_stream_info_clear(ms_stream_info *info); /* frees strings and the site table */
+MS_API int ms_stream_info_set_program(ms_stream_info *info, const char *program, int argc,
+                                      char *const *argv);
+MS_API void ms_stream_info_clear(ms_stream_info *info); /* frees strings and the site table */
 
 #ifdef __cplusplus
 }

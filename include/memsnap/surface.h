@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -70,37 +71,37 @@ typedef struct ms_surface {
 } ms_surface;
 
 /* Widths 4..512 bytes and depths 1..65536 blocks, powers of two; exact. */
-void ms_surface_config_default(ms_surface_config *config);
+MS_API void ms_surface_config_default(ms_surface_config *config);
 /* Checks the grid and rate: MS_ERR_ARG naming the bad value. */
-int ms_surface_config_check(const ms_surface_config *config);
+MS_API int ms_surface_config_check(const ms_surface_config *config);
 /* Parses "LO:HI" (the powers of two from LO to HI) or "A,B,C" (ascending) into values;
  * MS_ERR_ARG naming `what` and the text if malformed or longer than `max`. */
-int ms_surface_parse_grid(const char *text, const char *what, uint64_t *values, int max,
-                          int *count);
+MS_API int ms_surface_parse_grid(const char *text, const char *what, uint64_t *values, int max,
+                                 int *count);
 
 typedef struct ms_surface_builder ms_surface_builder;
-int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder **out);
-void ms_surface_builder_free(ms_surface_builder *builder);
-int ms_surface_builder_add(ms_surface_builder *builder, const ms_batch *batch);
+MS_API int ms_surface_builder_new(const ms_surface_config *config, ms_surface_builder **out);
+MS_API void ms_surface_builder_free(ms_surface_builder *builder);
+MS_API int ms_surface_builder_add(ms_surface_builder *builder, const ms_batch *batch);
 /* The surface of every access added so far. */
-void ms_surface_builder_result(const ms_surface_builder *builder, ms_surface *out);
+MS_API void ms_surface_builder_result(const ms_surface_builder *builder, ms_surface *out);
 /* A sink feeding the builder (not owned by the sink). */
-int ms_surface_sink_new(ms_surface_builder *builder, ms_sink **out);
+MS_API int ms_surface_sink_new(ms_surface_builder *builder, ms_sink **out);
 
 /* Index of a width / depth in the surface, or -1. */
-int ms_surface_width_index(const ms_surface *surface, uint64_t width);
-int ms_surface_depth_index(const ms_surface *surface, uint64_t depth);
+MS_API int ms_surface_width_index(const ms_surface *surface, uint64_t width);
+MS_API int ms_surface_depth_index(const ms_surface *surface, uint64_t depth);
 
 /* Similarity (dissertation Table 6.1): the mean absolute difference of the hit rates of the
  * points (width, depth) present in both surfaces. MS_ERR_ARG if they share no point. */
-int ms_surface_difference(const ms_surface *a, const ms_surface *b, double *mean_abs_diff,
-                          int *points);
+MS_API int ms_surface_difference(const ms_surface *a, const ms_surface *b, double *mean_abs_diff,
+                                 int *points);
 
 /* Reports: "table" (widths as rows, depths as columns, hit rates), "csv" (one row per point:
  * width,depth,size,hit_rate), "json" (grid, hit rates, histograms). */
-int ms_surface_write_table(FILE *out, const ms_surface *surface);
-int ms_surface_write_csv(FILE *out, const ms_surface *surface);
-int ms_surface_write_json(FILE *out, const ms_surface *surface);
+MS_API int ms_surface_write_table(FILE *out, const ms_surface *surface);
+MS_API int ms_surface_write_csv(FILE *out, const ms_surface *surface);
+MS_API int ms_surface_write_json(FILE *out, const ms_surface *surface);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "memsnap/api.h"
 #include "memsnap/signature.h"
 #include "memsnap/stream.h"
 
@@ -67,20 +68,21 @@ typedef struct ms_seed {
   char *signature_text;         /* the target signature, .sig text */
 } ms_seed;
 
-void ms_synth_config_default(ms_synth_config *config);
+MS_API void ms_synth_config_default(ms_synth_config *config);
 /* Generates the seed of bin `bin_index` of `signature`. MS_ERR_ARG with the reason if the
  * signature cannot be matched (no references, a rate outside [0, 1], a decreasing CDF, an
  * alpha outside [0, 1], unique mode with more than 2^16 words per block). */
-int ms_synth_generate(const ms_signature *signature, int bin_index, const ms_synth_config *config,
-                      ms_seed **out);
-void ms_seed_free(ms_seed *seed);
+MS_API int ms_synth_generate(const ms_signature *signature, int bin_index,
+                             const ms_synth_config *config, ms_seed **out);
+MS_API void ms_seed_free(ms_seed *seed);
 
 /* Hand-written signatures (section 6.3): "random" (every rate and alpha 0) and "stride"
  * (every rate and alpha 1), for `width` and `word`. */
-int ms_synth_hand_signature(const char *pattern, uint32_t width, uint32_t word, ms_signature **out);
+MS_API int ms_synth_hand_signature(const char *pattern, uint32_t width, uint32_t word,
+                                   ms_signature **out);
 
 /* Writes the seed as an .mtr trace with its metadata, atomically. */
-int ms_seed_save(const ms_seed *seed, const char *path);
+MS_API int ms_seed_save(const ms_seed *seed, const char *path);
 
 /* Seed metadata read back from an .mtr header. */
 typedef struct ms_seed_info {
@@ -90,16 +92,17 @@ typedef struct ms_seed_info {
 } ms_seed_info;
 /* 1 and fills `out` if `info` (of an opened .mtr) describes a seed, 0 if it is a plain
  * trace, MS_ERR_FORMAT naming `name` if its seed metadata is malformed. */
-int ms_seed_info_parse(const ms_stream_info *info, const char *name, ms_seed_info *out);
+MS_API int ms_seed_info_parse(const ms_stream_info *info, const char *name, ms_seed_info *out);
 
 /* Replications for a footprint (section 5.5): at least min_replications, else the smallest
  * count whose footprint reaches `footprint` bytes. */
-uint64_t ms_seed_replications(const ms_seed_info *info, uint64_t footprint);
+MS_API uint64_t ms_seed_replications(const ms_seed_info *info, uint64_t footprint);
 
 /* The expansion of a seed file: `replications` copies of the seed, copy r shifted by
  * r * working_set bytes, repeated until `length` accesses (0: one pass). Constant memory
  * (the seed is re-read, not held). */
-int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length, ms_source **out);
+MS_API int ms_seed_source_open(const char *path, uint64_t replications, uint64_t length,
+                               ms_source **out);
 
 #ifdef __cplusplus
 }

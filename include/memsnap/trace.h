@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "memsnap/api.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -27,19 +28,19 @@ typedef enum ms_trace_format {
  * the first non-comment line), falling back to the extension. Every reader below takes "-"
  * (standard input), pipes and FIFOs as well as files (memsnap/input.h): Lackey and din are
  * read as they arrive; a .mtr stream is first copied to a temporary file. */
-ms_trace_format ms_trace_detect(const char *path);
+MS_API ms_trace_format ms_trace_detect(const char *path);
 /* Format named by a path's extension (.mtr, .lackey, .din), or MS_FORMAT_UNKNOWN. */
-ms_trace_format ms_trace_format_from_extension(const char *path);
-const char *ms_trace_format_name(ms_trace_format format);
+MS_API ms_trace_format ms_trace_format_from_extension(const char *path);
+MS_API const char *ms_trace_format_name(ms_trace_format format);
 
 /* Opens any supported trace as a source (format detected). */
-int ms_trace_open(const char *path, ms_source **out);
+MS_API int ms_trace_open(const char *path, ms_source **out);
 /* Creates a writer sink for `format` at `path` ("-" for standard output, din only). */
-int ms_trace_sink_new(const char *path, ms_trace_format format, ms_sink **out);
+MS_API int ms_trace_sink_new(const char *path, ms_trace_format format, ms_sink **out);
 
 /* .mtr */
-int ms_mtr_open(const char *path, ms_source **out); /* supports ms_source_seek */
-int ms_mtr_sink_new(const char *path, ms_sink **out);
+MS_API int ms_mtr_open(const char *path, ms_source **out); /* supports ms_source_seek */
+MS_API int ms_mtr_sink_new(const char *path, ms_sink **out);
 
 typedef struct ms_mtr_stat {
   uint32_t version;
@@ -51,7 +52,7 @@ typedef struct ms_mtr_stat {
 } ms_mtr_stat;
 /* Reads the header and trailer only (no decompression of chunks). Fills `info` (caller
  * calls ms_stream_info_clear) when non-NULL. */
-int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info);
+MS_API int ms_mtr_stat_file(const char *path, ms_mtr_stat *stat, ms_stream_info *info);
 
 /* Recovery of a damaged .mtr (a cut copy, a full disk, a damaged byte): writes to out_path
  * a valid .mtr of every chunk before the first damage, each checked whole (its checksums
@@ -70,15 +71,15 @@ typedef struct ms_mtr_recovery {
   int sites_lost;   /* the trailer was damaged: the sites are placeholders */
   char damage[400]; /* what is wrong at damage_offset (a reader's message) */
 } ms_mtr_recovery;
-int ms_mtr_recover(const char *path, const char *out_path, ms_mtr_recovery *report);
+MS_API int ms_mtr_recover(const char *path, const char *out_path, ms_mtr_recovery *report);
 
 /* Valgrind Lackey --trace-mem=yes text: " L addr,size", " S ...", " M ...", "I ..." lines
  * (instruction lines are skipped, other "==pid==" lines ignored). */
-int ms_lackey_open(const char *path, ms_source **out);
+MS_API int ms_lackey_open(const char *path, ms_source **out);
 /* DineroIV din: "label address [size]" per line; label 0 read, 1 write, 2 ifetch (skipped),
  * 3 escape, 4 flush (ignored). A modify is written as a read then a write. */
-int ms_din_open(const char *path, ms_source **out);
-int ms_din_sink_new(const char *path, ms_sink **out);
+MS_API int ms_din_open(const char *path, ms_source **out);
+MS_API int ms_din_sink_new(const char *path, ms_sink **out);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #ifndef MEMSNAP_VERIFY_H
 #define MEMSNAP_VERIFY_H
 
+#include "memsnap/api.h"
 #include <stdint.h>
 
 #include "memsnap/evaluation.h"
@@ -57,13 +58,14 @@ typedef struct ms_verify_result {
 
 /* Verifies the profile at profile_path against `trace`, read to its end. options may be
  * NULL. On success the caller frees *out with ms_verify_result_free. */
-int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_options *options,
-                    ms_verify_result *out);
-void ms_verify_result_free(ms_verify_result *result);
+MS_API int ms_psnap_verify(const char *profile_path, ms_source *trace,
+                           const ms_verify_options *options, ms_verify_result *out);
+MS_API void ms_verify_result_free(ms_verify_result *result);
 
 /* "access 9435 (thread 0, its access 9435): ..." is in divergence; this describes profile
  * site s ("0x401000 main (k.c:12)") into buf. */
-void ms_verify_describe_site(const ms_verify_result *result, uint32_t site, char *buf, size_t size);
+MS_API void ms_verify_describe_site(const ms_verify_result *result, uint32_t site, char *buf,
+                                    size_t size);
 
 #ifdef __cplusplus
 }

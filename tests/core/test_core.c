@@ -1,4 +1,4 @@
-/* Core: batches, access kinds, site table, pipeline fan-out, atomic output, errors. */
+/* Core: batches, access kinds, site table, pipeline fan-out, atomic output, errors, version. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +203,19 @@ static void test_errors(void **state) {
   assert_string_equal(ms_status_name(MS_ERR_TRUNCATED), "truncated input");
 }
 
+/* The library reports the version of the header it was built with, and the header's
+ * string and number both come from MS_VERSION_MAJOR/_MINOR/_PATCH. */
+static void test_version(void **state) {
+  (void)state;
+  assert_int_equal(ms_version_number(), MS_VERSION_NUMBER);
+  assert_string_equal(ms_version_string(), MS_VERSION_STRING);
+  char parts[32];
+  snprintf(parts, sizeof parts, "%d.%d.%d", MS_VERSION_MAJOR, MS_VERSION_MINOR, MS_VERSION_PATCH);
+  assert_string_equal(MS_VERSION_STRING, parts);
+  assert_int_equal(MS_VERSION_NUMBER,
+                   MS_VERSION_MAJOR * 10000 + MS_VERSION_MINOR * 100 + MS_VERSION_PATCH);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_access_kinds),
@@ -211,6 +224,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_fan_out),
       cmocka_unit_test(test_output_atomic),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every public header compiles alone, in C and in C++ (declarations inside extern "C"),
-# and the umbrella memsnap/memsnap.h includes every one of them.
+# defines MS_API (it includes memsnap/api.h, directly or not), and the umbrella
+# memsnap/memsnap.h includes every one of them.
 # usage: test_headers.sh SOURCE_DIR CC CXX
 set -euo pipefail
 source=$1 cc=$2 cxx=$3
@@ -9,7 +10,8 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 for path in "$source"/include/memsnap/*.h; do
   header=memsnap/$(basename "$path")
-  printf '#include <%s>\n' "$header" > "$work/alone.c"
+  printf '#include <%s>\n#ifndef MS_API\n#error "%s does not include memsnap/api.h"\n#endif\n' \
+    "$header" "$header" > "$work/alone.c"
   cp "$work/alone.c" "$work/alone.cc"
   "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$source/include" \
     "$work/alone.c" || { echo "FAIL: $header alone in C" >&2; failed=1; }
