@@ -21,8 +21,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: analyze INPUT 'NAME KEY=VALUE...' ... (at most %d analyses)\n", MAX);
     for (int i = 0; i < ms_analysis_catalog_count(); i++) {
       const ms_analysis_entry *entry = ms_analysis_catalog_get(i);
-      fprintf(stderr, "  %-10s %s\n  %-10s %s\n", entry->name, entry->summary, "",
-              entry->options);
+      fprintf(stderr, "  %-10s %s\n  %-10s %s\n", entry->name, entry->summary, "", entry->options);
     }
     return 2;
   }
@@ -39,8 +38,7 @@ int main(int argc, char **argv) {
     }
     sinks[i] = ms_analysis_sink(analyses[i]);
   }
-  if (ms_open(input, 0, NULL, NULL, &source) < 0 ||
-      ms_pipeline_run(source, sinks, count, 0) < 0) {
+  if (ms_open(input, 0, NULL, NULL, &source) < 0 || ms_pipeline_run(source, sinks, count, 0) < 0) {
     fprintf(stderr, "analyze: %s\n", ms_error_message());
     goto done;
   }

@@ -208,23 +208,19 @@ int cmd_profile(int argc, char **argv) {
     status = inputs.program_argc > 0 ? cli_program_status(source) : 0;
     if (!quiet) {
       /* what is not exact, why (which cap), and what the selection left out */
-      uint32_t lossy = 0, lossy_threads = 0;
-      uint64_t lossy_accesses = 0;
-      for (uint32_t i = 0; i < result->site_count; i++)
-        if (result->sites[i].lossy) lossy++, lossy_accesses += result->sites[i].count;
-      for (uint32_t t = 0; t < result->thread_count; t++)
-        lossy_threads += result->threads[t].lossy != 0;
+      ms_psnap_lossy_summary lossy;
+      ms_psnap_profile_lossy(result, &lossy);
       double total = (double)(result->access_count ? result->access_count : 1);
       fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
               (unsigned long long)result->access_count, result->site_count, result->thread_count);
-      if (lossy)
-        fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy,
-                settings.site_cap, 100.0 * (double)lossy_accesses / total);
+      if (lossy.sites)
+        fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy.sites,
+                settings.site_cap, 100.0 * (double)lossy.accesses / total);
       else
         fprintf(stderr, "every site exact");
-      if (lossy_threads)
+      if (lossy.threads)
         fprintf(stderr, ", order lossy in %u of %u threads (over --order-cap %u: path counts)",
-                lossy_threads, result->thread_count, settings.order_cap);
+                lossy.threads, result->thread_count, settings.order_cap);
       else
         fprintf(stderr, ", order exact");
       uint64_t stream = result->access_count + result->excluded;

@@ -19,23 +19,24 @@
 #include "memsnap/trace.h"
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap record [-o OUT.mtr] [--quiet] [--via=auto|valgrind|rt]\n"
-              "                      [--sample ON/OFF] -- PROGRAM [ARGS...]\n"
-              "  -o, --output FILE  trace to write (default: PROGRAM's basename + .mtr, or\n"
-              "                     + .RANK.mtr under an MPI launcher); %%r: the MPI rank,\n"
-              "                     %%p: the pid (mpirun -n 4 memsnap record -o app.%%r.mtr)\n"
-              "  -q, --quiet        no summary line\n"
-              "  --via=HOW          valgrind (any program), rt (built with memsnap-cc), or auto\n"
-              "                     (rt if the program contains memsnap's runtime; default)\n"
-              "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n"
-              "  --no-follow-exec   Valgrind path: stop at an execve instead of following the\n"
-              "                     program into the new image (followed by default: env,\n"
-              "                     taskset, numactl, scripts and shims that exec the program)\n"
-              "  -a, --analysis 'NAME KEY=VALUE...'\n"
-              "                     also run an analysis in the same pass (repeatable, up to 8):\n"
-              "                     sim, surface, scores, signature or profile, with the\n"
-              "                     options of memsnap/analysis.h, e.g. -a 'sim hierarchy=nehalem'\n"
-              "  --report FILE      where the analyses' reports go (default: standard error)\n");
+  fprintf(to,
+          "usage: memsnap record [-o OUT.mtr] [--quiet] [--via=auto|valgrind|rt]\n"
+          "                      [--sample ON/OFF] -- PROGRAM [ARGS...]\n"
+          "  -o, --output FILE  trace to write (default: PROGRAM's basename + .mtr, or\n"
+          "                     + .RANK.mtr under an MPI launcher); %%r: the MPI rank,\n"
+          "                     %%p: the pid (mpirun -n 4 memsnap record -o app.%%r.mtr)\n"
+          "  -q, --quiet        no summary line\n"
+          "  --via=HOW          valgrind (any program), rt (built with memsnap-cc), or auto\n"
+          "                     (rt if the program contains memsnap's runtime; default)\n"
+          "  --sample ON/OFF    interval sampling: record ON accesses, skip OFF (1M/9M)\n"
+          "  --no-follow-exec   Valgrind path: stop at an execve instead of following the\n"
+          "                     program into the new image (followed by default: env,\n"
+          "                     taskset, numactl, scripts and shims that exec the program)\n"
+          "  -a, --analysis 'NAME KEY=VALUE...'\n"
+          "                     also run an analysis in the same pass (repeatable, up to 8):\n"
+          "                     sim, surface, scores, signature or profile, with the\n"
+          "                     options of memsnap/analysis.h, e.g. -a 'sim hierarchy=nehalem'\n"
+          "  --report FILE      where the analyses' reports go (default: standard error)\n");
 }
 
 /* Counts what flows to the writer, for the summary. */
@@ -107,7 +108,10 @@ int cmd_record(int argc, char **argv) {
       break;
     case 'q': quiet = 1; break;
     case 'E': follow_exec = 0; break;
-    case 'h': usage(stdout); status = 0; goto done;
+    case 'h':
+      usage(stdout);
+      status = 0;
+      goto done;
     case 'V':
       if (cli_parse_via(optarg, &via) != 0) {
         cli_error(argv[0], "--via %s: expected auto, valgrind or rt", optarg);
@@ -173,7 +177,8 @@ int cmd_record(int argc, char **argv) {
       goto done;
     }
   } else {
-    source = cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv, &open_options);
+    source =
+        cli_open_source(argv[0], NULL, inputs.program_argc, inputs.program_argv, &open_options);
   }
   if (!source) goto done;
   /* Like system(): an interrupt from the terminal is for the program; the recording of

@@ -6,13 +6,13 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "locality_cli.h"
+#include "memsnap/evaluation.h"
 #include "memsnap/output.h"
 #include "memsnap/surface.h"
 
@@ -84,29 +84,18 @@ static int parse_options(int argc, char **argv, surface_options *o) {
   return -1;
 }
 
-/* Mean absolute difference of the sampled surface against the exact one, over all points
- * and over the points of depth >= 256. */
+/* The sampled surface against the exact one: mean absolute error over all points and over
+ * the points of depth >= 256 (where the sample is large), and the largest. */
 static void write_error(FILE *out, const ms_surface *sampled, const ms_surface *exact) {
-  double all = 0.0, deep = 0.0, worst = 0.0;
-  int n_all = 0, n_deep = 0;
-  for (int i = 0; i < exact->width_count; i++)
-    for (int k = 0; k < exact->depth_count; k++) {
-      double e = fabs(sampled->hit_rate[i][k] - exact->hit_rate[i][k]);
-      all += e;
-      n_all++;
-      if (e > worst) worst = e;
-      if (exact->depths[k] >= 256) {
-        deep += e;
-        n_deep++;
-      }
-    }
+  ms_rate_difference all = ms_surface_rate_difference(sampled, exact, 0);
+  ms_rate_difference deep = ms_surface_rate_difference_from(sampled, exact, 0, 256);
   fprintf(out, "sampling error (rate %g", sampled->sample_rate);
   if (sampled->near_depth_count > 0)
     fprintf(out, "; depths %" PRIu64 "..%" PRIu64 " at %g", sampled->depths[0],
             sampled->depths[sampled->near_depth_count - 1], sampled->near_rate);
-  fprintf(out, "): mean absolute error %.4f over all %d points, ", all / n_all, n_all);
-  if (n_deep) fprintf(out, "%.4f over the %d points of depth >= 256, ", deep / n_deep, n_deep);
-  fprintf(out, "max %.4f\n", worst);
+  fprintf(out, "): mean absolute error %.4f over all %d points, ", all.mean, all.count);
+  if (deep.count) fprintf(out, "%.4f over the %d points of depth >= 256, ", deep.mean, deep.count);
+  fprintf(out, "max %.4f\n", all.max);
 }
 
 /* The surface in the format of the options, after what was observed (not in csv, which is

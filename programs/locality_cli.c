@@ -74,34 +74,10 @@ int locality_parse_input_option(const char *command, int option, const char *val
 static int surface_of_signature(const char *command, const char *path, ms_surface *out,
                                 report_observed *observed) {
   ms_signature *signature = NULL;
-  ms_signature_surface derived;
-  if (ms_signature_load(path, &signature) < 0 ||
-      ms_signature_derive_surface(signature, 0, &derived) < 0) {
+  if (ms_signature_load(path, &signature) < 0 || ms_signature_to_surface(signature, out) < 0) {
     ms_signature_free(signature);
     return cli_fail(command);
   }
-  memset(out, 0, sizeof *out);
-  out->width_count =
-      derived.width_count < MS_SURFACE_MAX_WIDTHS ? derived.width_count : MS_SURFACE_MAX_WIDTHS;
-  out->depth_count = MS_SIGNATURE_DEPTHS;
-  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
-    out->depths[k] = 1ull << k;
-  /* Keep the widest widths when the signature has more levels than a surface holds. */
-  int skip = derived.width_count - out->width_count;
-  for (int i = 0; i < out->width_count; i++) {
-    out->widths[i] = derived.widths[i + skip];
-    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
-      out->hit_rate[i][k] = derived.hit_rate[i + skip][k];
-  }
-  /* With the narrower widths' CDFs the rows are measured counts: their references too. */
-  for (int i = 0; signature->widths > 0 && i < out->width_count; i++) {
-    int level = i + skip;
-    double references = level < signature->levels ? signature->width_references[level]
-                                                  : signature->bins[0].references;
-    out->references[i] = (uint64_t)llround(references);
-  }
-  out->accesses = signature->accesses_seen;
-  out->sample_rate = 1.0;
   /* a signature names its program, not how the program ended */
   ms_stream_info info = {.program = signature->program, .exit_status = -1};
   int rc = observed ? report_observe(command, observed, &info, path) : 0;

@@ -74,8 +74,8 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
     if (site->lossy && site->tied)
       printf("%7s tied to s%u %+" PRId64 "\n", "", site->tie_site, site->tie_delta);
     if (site->lossy && site->reuse_accesses)
-      printf("%7s reuses its lines: %.1f%% within 4095 of its accesses%s\n", "",
-             reused_share(site), site->reuse_at_jumps ? " (at its jumps)" : "");
+      printf("%7s reuses its lines: %.1f%% within 4095 of its accesses%s\n", "", reused_share(site),
+             site->reuse_at_jumps ? " (at its jumps)" : "");
   } else {
     printf("site s%u: %s\n  thread %u, %s of %u bytes, %" PRIu64 " accesses (%.2f%%)\n"
            "  class %s, %s\n  first address 0x%" PRIx64 "\n",
@@ -172,17 +172,13 @@ int show_profile(int argc, char **argv) {
       printf(" %s", p.info.argv[i]);
     printf("\n");
   }
-  uint32_t lossy = 0, lossy_threads = 0;
-  uint64_t lossy_accesses = 0;
-  for (uint32_t s = 0; s < p.site_count; s++)
-    if (p.sites[s].lossy) lossy++, lossy_accesses += p.sites[s].count;
-  for (uint32_t t = 0; t < p.thread_count; t++)
-    lossy_threads += p.threads[t].lossy != 0;
-  printf("%" PRIu64 " accesses, %u sites (%u lossy", p.access_count, p.site_count, lossy);
-  if (lossy)
+  ms_psnap_lossy_summary lossy;
+  ms_psnap_profile_lossy(&p, &lossy);
+  printf("%" PRIu64 " accesses, %u sites (%u lossy", p.access_count, p.site_count, lossy.sites);
+  if (lossy.sites)
     printf(": %.1f%% of the accesses",
-           100.0 * (double)lossy_accesses / (double)(p.access_count ? p.access_count : 1));
-  printf("), %u threads (order lossy in %u), selection %s", p.thread_count, lossy_threads,
+           100.0 * (double)lossy.accesses / (double)(p.access_count ? p.access_count : 1));
+  printf("), %u threads (order lossy in %u), selection %s", p.thread_count, lossy.threads,
          p.selection ? p.selection : "all");
   if (p.has_excluded) {
     uint64_t stream = p.access_count + p.excluded;
@@ -212,8 +208,7 @@ int show_profile(int argc, char **argv) {
     if (o->lossy) {
       printf("\nthread %u: %" PRIu64 " accesses, order lossy (%u path counts", t, o->accesses,
              o->transition_count);
-      if (o->period_length)
-        printf(" in periods of %" PRIu64 " accesses", o->period_length);
+      if (o->period_length) printf(" in periods of %" PRIu64 " accesses", o->period_length);
       printf(")\n");
       continue;
     }

@@ -47,6 +47,11 @@ MS_API void ms_evaluation_differences(const ms_evaluation_rates *a, const ms_eva
 /* Over the points (width, depth) both surfaces have, at every width (width 0) or at one. */
 MS_API ms_rate_difference ms_surface_rate_difference(const ms_surface *a, const ms_surface *b,
                                                      uint32_t width);
+/* The same over the points of depth >= min_depth only (a sampled surface's error where its
+ * sample is large enough). */
+MS_API ms_rate_difference ms_surface_rate_difference_from(const ms_surface *a,
+                                                          const ms_surface *b, uint32_t width,
+                                                          uint64_t min_depth);
 
 /* Two sources side by side: each observed in one pass on the 46 hierarchies and on a cache
  * surface, then their differences. */

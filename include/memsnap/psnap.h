@@ -287,6 +287,13 @@ typedef struct ms_psnap_profile {
 #define MS_PSNAP_MAX_TEXT ((size_t)256 << 20)
 
 MS_API void ms_psnap_profile_free(ms_psnap_profile *profile);
+/* What of a profile is not exact: lossy sites and their accesses, threads whose order is
+ * lossy (path counts). */
+typedef struct ms_psnap_lossy_summary {
+  uint32_t sites, threads;
+  uint64_t accesses;
+} ms_psnap_lossy_summary;
+MS_API void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summary *out);
 MS_API int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
 /* The same text through zstd (level 19), one frame. */
 MS_API int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out);

@@ -31,6 +31,7 @@
 
 #include "memsnap/api.h"
 #include "memsnap/stream.h"
+#include "memsnap/surface.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -162,6 +163,12 @@ typedef struct ms_signature_surface {
 
 MS_API int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
                                        ms_signature_surface *out);
+
+/* The whole-program surface of a signature as an ms_surface (what `memsnap surface SIG`
+ * reports): the derived hit rates at depths 2^0..2^16, the widest widths kept when the
+ * signature has more levels than a surface holds; with the narrower widths' CDFs
+ * (signature->widths > 0) their measured reference counts too. */
+MS_API int ms_signature_to_surface(const ms_signature *signature, ms_surface *out);
 
 #ifdef __cplusplus
 }

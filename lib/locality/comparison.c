@@ -8,6 +8,11 @@
 
 ms_rate_difference ms_surface_rate_difference(const ms_surface *a, const ms_surface *b,
                                               uint32_t width) {
+  return ms_surface_rate_difference_from(a, b, width, 0);
+}
+
+ms_rate_difference ms_surface_rate_difference_from(const ms_surface *a, const ms_surface *b,
+                                                   uint32_t width, uint64_t min_depth) {
   ms_rate_difference d = {0, 0.0, 0.0};
   double sum = 0;
   for (int i = 0; i < a->width_count; i++) {
@@ -16,7 +21,7 @@ ms_rate_difference ms_surface_rate_difference(const ms_surface *a, const ms_surf
     if (j < 0) continue;
     for (int k = 0; k < a->depth_count; k++) {
       int m = ms_surface_depth_index(b, a->depths[k]);
-      if (m < 0) continue;
+      if (m < 0 || a->depths[k] < min_depth) continue;
       double diff = fabs(a->hit_rate[i][k] - b->hit_rate[j][m]);
       sum += diff;
       d.max = diff > d.max ? diff : d.max;

@@ -258,3 +258,32 @@ int ms_signature_derive_surface(const ms_signature *signature, int bin_index,
   free(batch);
   return rc;
 }
+
+int ms_signature_to_surface(const ms_signature *signature, ms_surface *out) {
+  ms_signature_surface derived;
+  int rc = ms_signature_derive_surface(signature, 0, &derived);
+  if (rc < 0) return rc;
+  memset(out, 0, sizeof *out);
+  out->width_count =
+      derived.width_count < MS_SURFACE_MAX_WIDTHS ? derived.width_count : MS_SURFACE_MAX_WIDTHS;
+  out->depth_count = MS_SIGNATURE_DEPTHS;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    out->depths[k] = 1ull << k;
+  /* the widest widths when the signature has more levels than a surface holds */
+  int skip = derived.width_count - out->width_count;
+  for (int i = 0; i < out->width_count; i++) {
+    out->widths[i] = derived.widths[i + skip];
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+      out->hit_rate[i][k] = derived.hit_rate[i + skip][k];
+  }
+  /* with the narrower widths' CDFs the rows are measured counts: their references too */
+  for (int i = 0; signature->widths > 0 && i < out->width_count; i++) {
+    int level = i + skip;
+    double references = level < signature->levels ? signature->width_references[level]
+                                                  : signature->bins[0].references;
+    out->references[i] = (uint64_t)llround(references);
+  }
+  out->accesses = signature->accesses_seen;
+  out->sample_rate = 1.0;
+  return 0;
+}

@@ -165,6 +165,14 @@ void ms_psnap_options_default(ms_psnap_options *options) {
   options->order_periods = 1;
 }
 
+void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summary *out) {
+  memset(out, 0, sizeof *out);
+  for (uint32_t s = 0; s < profile->site_count; s++)
+    if (profile->sites[s].lossy) out->sites++, out->accesses += profile->sites[s].count;
+  for (uint32_t t = 0; t < profile->thread_count; t++)
+    out->threads += profile->threads[t].lossy != 0;
+}
+
 void ms_psnap_options_preset(ms_psnap_options *options, int fidelity) {
   /* high makes mg's and sort's orders exact and sqlite3's L1 error 0.9 points (4.7 at
    * normal), at up to 14 s instead of 1.4 for profiling a trace of 9 M accesses and 0.41

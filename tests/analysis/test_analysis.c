@@ -94,8 +94,8 @@ static void analyses_in_one_pass_match_hand_counts(void **state) {
   for (int d = 0; d < surface->depth_count; d++) {
     double expected = surface->depths[d] >= LINES ? (double)(loads - LINES) / (double)total : 0.0;
     if (surface->hit_rate[0][d] < expected - 1e-12 || surface->hit_rate[0][d] > expected + 1e-12)
-      fail_msg("depth %llu: hit rate %.6f, expected %.6f",
-               (unsigned long long)surface->depths[d], surface->hit_rate[0][d], expected);
+      fail_msg("depth %llu: hit rate %.6f, expected %.6f", (unsigned long long)surface->depths[d],
+               surface->hit_rate[0][d], expected);
   }
 
   const ms_scores *scores = ms_analysis_result(analyses[2]);
@@ -138,15 +138,13 @@ static void reports_say_what_was_observed(void **state) {
   char *text = NULL;
   size_t size = 0;
   FILE *out = open_memstream(&text, &size);
-  assert_int_equal(
-      ms_analysis_report(sim, ms_source_info(source), trace, out, MS_REPORT_TEXT), 0);
+  assert_int_equal(ms_analysis_report(sim, ms_source_info(source), trace, out, MS_REPORT_TEXT), 0);
   assert_int_equal(fclose(out), 0);
   assert_true(strncmp(text, "observed: (program unknown) (from ", 34) == 0);
   assert_non_null(strstr(text, "cycle.lackey): exit status unknown; complete\n"));
   free(text);
   out = open_memstream(&text, &size);
-  assert_int_equal(
-      ms_analysis_report(sim, ms_source_info(source), NULL, out, MS_REPORT_JSON), 0);
+  assert_int_equal(ms_analysis_report(sim, ms_source_info(source), NULL, out, MS_REPORT_JSON), 0);
   assert_int_equal(fclose(out), 0);
   /* one object: the observed fields first, then the simulation's */
   assert_true(strncmp(text, "{\n  \"program\":null,\n  \"exit_status\":null,", 41) == 0);
@@ -165,7 +163,8 @@ static void bad_specs_name_what_is_wrong(void **state) {
       {"", "unknown analysis '' (sim, surface, scores, signature, profile)"},
       {"simulate hierarchy=nehalem", "unknown analysis 'simulate'"},
       {"sim", "sim: no hierarchy"},
-      {"sim hierarchy=32k/48/8", "sim: bad hierarchy '32k/48/8' (bad level '32768/48/8': line size"},
+      {"sim hierarchy=32k/48/8",
+       "sim: bad hierarchy '32k/48/8' (bad level '32768/48/8': line size"},
       {"sim hierarchy=nehalem colour=red", "sim: bad colour 'red'"},
       {"sim hierarchy=nehalem top=many", "sim: bad top 'many' (a count of sites)"},
       {"surface widths=3:9", "bad surface widths '3:9'"},
@@ -201,9 +200,8 @@ static void typed_constructors_and_sampling(void **state) {
   config.widths[0] = 64;
   ms_analysis *analyses[2];
   /* every other pass kept (8 on, 8 off), and the store, the first of the eleventh period */
-  assert_int_equal(ms_surface_analysis_new(&config, (ms_analysis_sampling){LINES, LINES},
-                                           &analyses[0]),
-                   0);
+  assert_int_equal(
+      ms_surface_analysis_new(&config, (ms_analysis_sampling){LINES, LINES}, &analyses[0]), 0);
   ms_signature_config signature_config;
   ms_signature_config_default(&signature_config);
   assert_int_equal(ms_signature_analysis_new(&signature_config, NULL, &analyses[1]), 0);
