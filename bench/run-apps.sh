@@ -31,7 +31,7 @@ source "$here/workloads.sh"
 export LC_ALL=C # sort's collation, the same on every machine
 
 apps_inputs "$work/inputs"
-apps_define "$build/tests/programs" "$work/inputs"
+apps_define "$build/tests/kernels" "$work/inputs"
 
 # field LINE-PATTERN N FILE: the Nth word of the first line matching the pattern
 field() { awk -v n="$2" "/$1/ { print \$n; exit }" "$3"; }

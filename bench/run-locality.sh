@@ -8,7 +8,7 @@
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 memsnap="$build/bin/memsnap"
-kernels="$build/tests/programs"
+kernels="$build/tests/kernels"
 work=$(mktemp -d /tmp/memsnap-bench-locality-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiler-instrumented capture (memsnap-cc + libmemsnap-rt), each figure a ratio of two
-# things measured in this one run, on the kernels of tests/programs built twice with clang
+# things measured in this one run, on the kernels of tests/kernels built twice with clang
 # -O2: plainly, and by memsnap-cc.
 #   1. instrumented, writing its trace vs plain: target <= 5x (geometric mean)
 #   2. memsnap record through Valgrind (plain binary) vs 1.: target >= 5x
@@ -51,8 +51,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 
 for c in "${cases[@]}"; do
   name=${c%% *}
-  clang -O2 -o "$work/plain_$name" "$source_dir/tests/programs/$name.c"
-  "$cc" -O2 -o "$work/rt_$name" "$source_dir/tests/programs/$name.c"
+  clang -O2 -o "$work/plain_$name" "$source_dir/tests/kernels/$name.c"
+  "$cc" -O2 -o "$work/rt_$name" "$source_dir/tests/kernels/$name.c"
 done
 
 echo "== rt. compiler-instrumented capture (wall/CPU seconds; ratios to the plain -O2 build) =="

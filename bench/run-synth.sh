@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Synthetic traces and the pointer-chasing benchmark (lib/synth, lib/bench), measured in
+# Synthetic traces and the pointer-chasing benchmark (lib/synth, lib/chase), measured in
 # this one run:
 #   1. seed generation from a 17-depth signature (gather 200000): seconds per block-phase
 #      iteration (target <= 10 s) and seed size (target: a few MB, <= 4 MB), without and
@@ -22,7 +22,7 @@ work=$(mktemp -d /tmp/memsnap-bench-synth-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 echo "== synth: seed generation =="
-"$memsnap" record -o "$work/gather.mtr" -- "$build/tests/programs/gather" 200000 >/dev/null 2>&1
+"$memsnap" record -o "$work/gather.mtr" -- "$build/tests/kernels/gather" 200000 >/dev/null 2>&1
 "$memsnap" signature "$work/gather.mtr" -o "$work/gather.sig"
 # seconds per block-phase iteration and seed size of `synth SIG --max-error 0 --iterations 3`
 # (every iteration runs to the million-reference cap); LABEL prefixes the lines

@@ -13,7 +13,7 @@ set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
 memsnap="$build/bin/memsnap"
-kernels="$build/tests/programs"
+kernels="$build/tests/kernels"
 work=$(mktemp -d /tmp/memsnap-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,5 +1,5 @@
 # The application workload set (sourced by bench/run-apps.sh; usable from any script):
-# application-shaped codes of tests/programs and real Debian programs on inputs made
+# application-shaped codes of tests/kernels and real Debian programs on inputs made
 # deterministically from files every Debian system has.
 #
 #   apps_inputs DIR             writes the Debian programs' inputs into DIR

@@ -41,7 +41,7 @@ if(NOT GNUPLOT_EXECUTABLE)
   message(FATAL_ERROR "gnuplot not found: install the Debian package 'gnuplot-nox' (memsnap plot draws through it; or run scripts/install-deps.sh)")
 endif()
 
-# Open MPI: tests/programs/mpi_ring.c, the program of the multi-process tests (memsnap
+# Open MPI: tests/kernels/mpi_ring.c, the program of the multi-process tests (memsnap
 # itself does not link MPI; it runs under mpirun like any rank).
 find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND OR NOT MPIEXEC_EXECUTABLE)

@@ -1,7 +1,7 @@
 /* memsnap bench SEED [--footprint F] [--ops N] [--ilp K] [--cpu N] [--delay S] [--counters]
  *                    [--json] [-o FILE]
  *
- * The pointer-chasing benchmark (lib/bench, memsnap/chase.h): builds the array for a
+ * The pointer-chasing benchmark (lib/chase, memsnap/chase.h): builds the array for a
  * unique-index seed, optionally binds to a CPU and waits, runs N chase steps with K chains
  * and reports memory operations per second (and hardware counters when asked).
  */

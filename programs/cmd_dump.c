@@ -22,55 +22,6 @@ static void usage(FILE *to) {
           "      --format F  text (default) or din\n");
 }
 
-typedef struct text_sink {
-  ms_sink base;
-  uint64_t index;
-} text_sink;
-
-static int text_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
-  text_sink *t = (text_sink *)sink;
-  char site[512];
-  for (size_t i = 0; i < batch->count; i++) {
-    const ms_access *a = &batch->accesses[i];
-    const char *where = "-";
-    if (a->site != MS_SITE_NONE)
-      where = ms_site_describe(ms_site_table_get(info->sites, a->site), site, sizeof site);
-    printf("%" PRIu64 " %u %s 0x%" PRIx64 " %u %s\n", t->index++, a->thread,
-           ms_access_kind_name((ms_access_kind)a->kind), a->address, a->size, where);
-  }
-  return ferror(stdout) ? ms_error_set(MS_ERR_IO, "standard output: write failed") : 0;
-}
-
-static int text_end(ms_sink *sink, const ms_stream_info *info) {
-  (void)sink;
-  (void)info;
-  return fflush(stdout) == 0 ? 0 : ms_error_set(MS_ERR_IO, "standard output: write failed");
-}
-
-static void text_destroy(ms_sink *sink) { (void)sink; }
-
-static const ms_sink_ops text_ops = {NULL, text_consume, text_end, text_destroy};
-
-/* Positions `source` at access `from`: a seek if it can, else reading and dropping. */
-static int skip_to(ms_source *source, uint64_t from) {
-  if (from == 0) return 0;
-  if (source->ops->seek) return ms_source_seek(source, from);
-  ms_batch batch;
-  int rc = ms_batch_init(&batch, 0);
-  for (uint64_t skipped = 0; rc == 0 && skipped < from;) {
-    size_t want = from - skipped < batch.capacity ? (size_t)(from - skipped) : batch.capacity;
-    batch.capacity = want; /* never read past `from` */
-    int n = ms_source_next(source, &batch);
-    if (n < 0)
-      rc = n;
-    else if (n == 0)
-      break;
-    skipped += (uint64_t)n;
-  }
-  ms_batch_free(&batch);
-  return rc;
-}
-
 int cmd_dump(int argc, char **argv) {
   static const struct option options[] = {
       {"from", required_argument, NULL, 'f'},  {"limit", required_argument, NULL, 'n'},
@@ -110,13 +61,12 @@ int cmd_dump(int argc, char **argv) {
   ms_source *source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL,
                                       inputs.program_argc, inputs.program_argv, NULL);
   if (!source) return 1;
-  text_sink text = {.base = {&text_ops}, .index = from};
-  ms_sink *sink = &text.base;
-  int rc = din ? ms_din_sink_new("-", &sink) : 0;
-  if (rc == 0) rc = skip_to(source, from);
+  ms_sink *sink = NULL;
+  int rc = din ? ms_din_sink_new("-", &sink) : ms_text_sink_new(stdout, from, 0, &sink);
+  if (rc == 0) rc = ms_source_skip(source, from);
   if (rc == 0) rc = ms_pipeline_run(source, &sink, 1, limit);
   int status = rc < 0 ? cli_fail(argv[0]) : cli_program_status(source);
-  if (din) ms_sink_destroy(sink);
+  ms_sink_destroy(sink);
   ms_source_destroy(source);
   return status;
 }

@@ -27,25 +27,6 @@ static void usage(FILE *to) {
               "  -n, --limit N         at most N accesses; --count N is the same\n");
 }
 
-typedef struct text_sink {
-  ms_sink base;
-  uint64_t index;
-} text_sink;
-
-static int text_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
-  (void)info;
-  text_sink *t = (text_sink *)sink;
-  for (size_t i = 0; i < batch->count; i++) {
-    const ms_access *a = &batch->accesses[i];
-    printf("%" PRIu64 " %u %s 0x%" PRIx64 " %u s%u\n", t->index++, a->thread,
-           ms_access_kind_name((ms_access_kind)a->kind), a->address, a->size, a->site);
-  }
-  return ferror(stdout) ? -1 : 0;
-}
-
-static void text_destroy(ms_sink *sink) { (void)sink; }
-static const ms_sink_ops text_ops = {NULL, text_consume, NULL, text_destroy};
-
 int cmd_replay(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"site", required_argument, NULL, 's'},
@@ -123,11 +104,11 @@ int cmd_replay(int argc, char **argv) {
   replay.site_mask = mask;
   ms_source *source = NULL;
   ms_sink *sink = NULL;
-  text_sink text = {.base = {.ops = &text_ops}, .index = replay.from};
   /* each step runs only if the ones before it succeeded */
   if (ms_psnap_replay_open(&profile, &replay, &source) < 0 ||
-      (output && ms_trace_sink_new(output, ms_trace_format_from_extension(output), &sink) < 0) ||
-      ms_pipeline_run(source, output ? &sink : (ms_sink *[]){&text.base}, 1, 0) < 0)
+      (output ? ms_trace_sink_new(output, ms_trace_format_from_extension(output), &sink)
+              : ms_text_sink_new(stdout, replay.from, 1, &sink)) < 0 ||
+      ms_pipeline_run(source, &sink, 1, 0) < 0)
     cli_fail(argv[0]);
   else
     status = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# memsnap in two minutes, on a bundled kernel (tests/programs/matmul.c, a naive 150x150
+# memsnap in two minutes, on a bundled kernel (tests/kernels/matmul.c, a naive 150x150
 # matrix multiply): record its memory accesses, look at them, simulate caches on the trace
 # and live, build a readable profile and check that it replays the trace exactly.
 # usage: scripts/demo.sh [BUILD_DIR [OUTPUT_DIR]]; the files stay in OUTPUT_DIR (demo-out).
@@ -7,7 +7,7 @@ set -euo pipefail
 build=${1:-build}
 out=${2:-demo-out}
 memsnap="$build/bin/memsnap"
-kernel="$build/tests/programs/matmul"
+kernel="$build/tests/kernels/matmul"
 mkdir -p "$out"
 step() { printf '\n== %s\n' "$*"; }
 run() { echo "\$ $*"; "$@"; }

@@ -11,7 +11,7 @@
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 memsnap="$build/bin/memsnap"
-kernels="$build/tests/programs"
+kernels="$build/tests/kernels"
 here=$(cd "$(dirname "$0")/.." && pwd)
 out="$here/docs/plots"
 work=$(mktemp -d /tmp/memsnap-plots-XXXXXX)

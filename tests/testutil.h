@@ -19,9 +19,9 @@ static inline const char *test_env(const char *name) {
   return value;
 }
 
-/* Path of a kernel built in tests/programs/. */
+/* Path of a kernel built in tests/kernels/. */
 static inline const char *test_kernel(const char *name, char *buf, size_t size) {
-  snprintf(buf, size, "%s/tests/programs/%s", test_env("MEMSNAP_BUILD_DIR"), name);
+  snprintf(buf, size, "%s/tests/kernels/%s", test_env("MEMSNAP_BUILD_DIR"), name);
   return buf;
 }
 
@@ -98,11 +98,11 @@ static inline int test_memsnap_in(const char *dir, const char *format, ...) {
   return test_run("cd '%s' && '%s' %s > out 2> err", dir, test_env("MEMSNAP"), args);
 }
 
-/* The 1-based number of the first line of tests/programs/`source` that contains `text`,
+/* The 1-based number of the first line of tests/kernels/`source` that contains `text`,
  * 0 if none (the file from MEMSNAP_SOURCE_DIR). */
 static inline int test_program_line(const char *source, const char *text) {
   char path[4096], line[512];
-  snprintf(path, sizeof path, "%s/tests/programs/%s", test_env("MEMSNAP_SOURCE_DIR"), source);
+  snprintf(path, sizeof path, "%s/tests/kernels/%s", test_env("MEMSNAP_SOURCE_DIR"), source);
   FILE *file = fopen(path, "r");
   if (!file) return 0;
   int number = 0, found = 0;

@@ -96,6 +96,10 @@ MS_API void ms_sink_destroy(ms_sink *sink);
 
 /* Pulls every batch of `source` (at most `limit` accesses if limit > 0) into each sink:
  * begin, consume..., end. Stops at the first error and returns it. */
+/* Positions `source` before access `index`: a seek if the source can, else reading and
+ * dropping the accesses before it (a stream that ends first is left at its end). */
+MS_API int ms_source_skip(ms_source *source, uint64_t index);
+
 MS_API int ms_pipeline_run(ms_source *source, ms_sink *const *sinks, int sink_count,
                            uint64_t limit);
 

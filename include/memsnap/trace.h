@@ -9,6 +9,7 @@
 #define MEMSNAP_TRACE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "memsnap/api.h"
 #include "memsnap/stream.h"
@@ -80,6 +81,12 @@ MS_API int ms_lackey_open(const char *path, ms_source **out);
  * 3 escape, 4 flush (ignored). A modify is written as a read then a write. */
 MS_API int ms_din_open(const char *path, ms_source **out);
 MS_API int ms_din_sink_new(const char *path, ms_sink **out);
+
+/* Text, one line per access, to `out` (not closed): "INDEX THREAD KIND 0xADDRESS SIZE
+ * SITE", indexes counted from first_index; SITE is the site's description from the
+ * stream's site table ("-" for none), or with site_numbers its number ("s12"), as `memsnap
+ * dump` and `memsnap replay` print them. */
+MS_API int ms_text_sink_new(FILE *out, uint64_t first_index, int site_numbers, ms_sink **sink);
 
 #ifdef __cplusplus
 }

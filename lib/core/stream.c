@@ -86,3 +86,22 @@ void ms_stream_info_clear(ms_stream_info *info) {
   memset(info, 0, sizeof *info);
   info->exit_status = -1;
 }
+
+int ms_source_skip(ms_source *source, uint64_t index) {
+  if (index == 0) return 0;
+  if (source->ops->seek) return ms_source_seek(source, index);
+  ms_batch batch;
+  int rc = ms_batch_init(&batch, 0);
+  for (uint64_t skipped = 0; rc == 0 && skipped < index;) {
+    size_t want = index - skipped < batch.capacity ? (size_t)(index - skipped) : batch.capacity;
+    batch.capacity = want; /* never read past `index` */
+    int n = ms_source_next(source, &batch);
+    if (n < 0)
+      rc = n;
+    else if (n == 0)
+      break;
+    skipped += (uint64_t)n;
+  }
+  ms_batch_free(&batch);
+  return rc;
+}

@@ -423,7 +423,7 @@ static int writer_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
 
 /* The site table as one zstd frame: its strings (object paths, file names) repeat from
  * site to site, and compressed they take ~6% of their raw size (measured on memsnap's
- * recordings of tests/programs: 565 KB -> 27 KB at level 9). */
+ * recordings of tests/kernels: 565 KB -> 27 KB at level 9). */
 static int append_site_table(mtr_writer *w, byte_buffer *b, const ms_site_table *sites,
                              uint32_t site_count) {
   byte_buffer raw = {0};

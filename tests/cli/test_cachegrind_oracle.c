@@ -1,5 +1,5 @@
 /* The independent oracle for capture and simulation together: on the kernels of
- * tests/programs, `memsnap record` then `memsnap sim --model cachegrind` must give the
+ * tests/kernels, `memsnap record` then `memsnap sim --model cachegrind` must give the
  * D1 data miss count that Valgrind's Cachegrind reports for the same binary, within 0.5%,
  * and the LL data misses of a 2-level hierarchy within 2%.
  *

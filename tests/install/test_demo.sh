@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for f in matmul.mtr matmul.psnap sim.txt sim-live.txt verify.txt program.out; do
   [ -s "$work/out/$f" ] || fail "demo.sh left no $f"
 done
-"$build/tests/programs/matmul" > "$work/own.out"
+"$build/tests/kernels/matmul" > "$work/own.out"
 cmp -s "$work/own.out" "$work/out/program.out" || fail "program.out is not matmul's own output"
 ! grep -qxF -f "$work/own.out" "$work/demo.txt" || fail "matmul's own output is in what the demo shows"
 repeated=$(uniq -d "$work/demo.txt")

@@ -1,4 +1,4 @@
-/* memsnap signature / memsnap show end to end, on kernels of tests/programs recorded once.
+/* memsnap signature / memsnap show end to end, on kernels of tests/kernels recorded once.
  *
  * Oracles:
  * - The 512-byte CDF equals `memsnap sim` with one fully-associative LRU level of 512-byte

@@ -3,7 +3,7 @@
  *    streams, for grids with odd depths, accesses spanning lines, footprints larger than the
  *    deepest depth (blocks dropped) and streams long enough to renumber the time window;
  *  - `memsnap sim` with one fully-associative LRU level SIZE/WIDTH/DEPTH: the same hits and
- *    accesses, exactly, on kernels of tests/programs;
+ *    accesses, exactly, on kernels of tests/kernels;
  *  - Cachegrind with a fully-associative D1: `memsnap sim --model cachegrind` within 0.5% of
  *    its misses, and the surface (memsnap accounting, every line a reference) within 0.01 of
  *    its hit rate, the difference being references that straddle two lines;
@@ -403,7 +403,7 @@ static void test_shards_error(void **state) {
   free(accesses);
 }
 
-/* The accesses of tests/programs/matmul.c (naive ijk over n x n doubles: a[i][k] and
+/* The accesses of tests/kernels/matmul.c (naive ijk over n x n doubles: a[i][k] and
  * b[k][j] loaded for every k, c[i][j] stored) for the rows i < rows, the layout of three
  * separate arrays. */
 static size_t make_matmul(ms_access *accesses, int n, int rows) {

@@ -1,4 +1,4 @@
-/* Smoke checks on the application-shaped kernels of tests/programs (the workload set of
+/* Smoke checks on the application-shaped kernels of tests/kernels (the workload set of
  * bench/workloads.sh), at sizes far below their defaults so that all of them together take
  * seconds: each runs correctly under capture (its own check passes: exit status 0), and
  * record, profile and verify succeed on it; the profile covers every access of the

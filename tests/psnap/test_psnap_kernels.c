@@ -1,4 +1,4 @@
-/* End to end on the kernels of tests/programs, recorded once each through Valgrind:
+/* End to end on the kernels of tests/kernels, recorded once each through Valgrind:
  * - regular kernels (streaming, matrix multiply, 2-D and 3-D stencils, transpose):
  *   `memsnap verify` finds the replay identical to the trace, address for address and in
  *   order, and the profile's size changes by at most 5% when the problem grows 4x, 16x;

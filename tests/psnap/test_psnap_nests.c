@@ -1,4 +1,4 @@
-/* End to end on non-rectangular loop nests (tests/programs/trinest.c), recorded through
+/* End to end on non-rectangular loop nests (tests/kernels/trinest.c), recorded through
  * Valgrind at sizes n, 4n, 16n:
  * - triangular (covariance), trapezoidal and wavefront nests: `memsnap verify` finds the
  *   replay identical to the trace, address for address and in order; the profile has the

@@ -1,6 +1,6 @@
 /* The oracle for compiler-instrumented capture: Valgrind observing the same binary.
  *
- * Each kernel of tests/programs, built by memsnap-cc (not position-independent, so that
+ * Each kernel of tests/kernels, built by memsnap-cc (not position-independent, so that
  * the program image has the same addresses in both runs), is recorded twice: natively
  * through its runtime (MEMSNAP_OUT, address randomization off) and through memsnap's
  * Valgrind tool (`record --via=valgrind`; the runtime stays idle without MEMSNAP_OUT).

@@ -3,7 +3,7 @@
  * Shared by tests/synth/test_chase_record.c and bench/bench_chase.c.
  *
  * Chase loads are told apart by where they come from, not by where they go: a 4-byte load
- * at a site of a function ms_chase_kernel_K (lib/bench/chase_kernels.c) whose site runs
+ * at a site of a function ms_chase_kernel_K (lib/chase/chase_kernels.c) whose site runs
  * more than once in the trace. The kernel's prologue (K loads of the chains' starting
  * words from the caller's array, one run per site) is not part of the chase; a loop site
  * that loaded anything else (a register spilled to the stack) would be counted as chase and

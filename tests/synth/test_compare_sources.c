@@ -27,7 +27,7 @@ static json_object *get(json_object *object, const char *key) {
 
 /* Records `memsnap bench m.useed --ops OPS --ilp K` into NAME.mtr; returns the footprint
  * the benchmark reports. A memsnap built with sanitizers cannot run under Valgrind: the
- * plain chase_bench kernel (tests/programs/chase_bench.c, the same library code) stands in
+ * plain chase_bench kernel (tests/kernels/chase_bench.c, the same library code) stands in
  * for it then. */
 static uint64_t record_bench(const char *dir, const char *name, const char *ops, int ilp) {
   char program[1100];

@@ -1,4 +1,4 @@
-/* Seed generation, expansion and the chase array (lib/synth, lib/bench), checked against
+/* Seed generation, expansion and the chase array (lib/synth, lib/chase), checked against
  * independent measurements: the surface API (reuse stacks) for the CDF of a seed, a
  * bitmap for unique-index seeds, the closed-form hit rates of the hand signatures
  * (section 6.3 of chameleon-weinberg-dissertation-2008.txt), an in-order emulation of the
