@@ -5,58 +5,42 @@
  * - Whole-program counting (the default) does not add to the 2 x levels yes/trials
  *   counters per reference: it counts the walk's outcome (bin, visited nodes, same-half
  *   mask) in a histogram that ms_signature_model_result folds into the counters; a
- *   reference to the word of the line's previous reference needs no walk at all.
- *   bench_signature (the model alone on an in-memory trace, CPU time; the machine was
- *   loaded, so callgrind counts are given too): matmul 200 459 -> 323 instructions per
- *   access over its first 3M, 44 -> ~32-37 ns; gather 65 -> ~28-36 ns (prefetch);
- *   stream_add 30 -> ~23-26 ns; outputs byte-identical.
+ *   reference to the word of the line's previous reference needs no walk at all. matmul
+ *   200: 459 -> 323 instructions per access (callgrind, its first 3M accesses), outputs
+ *   byte-identical.
  * - Whole-program loop (add_hist): the model's fields it reads, the window, the time and
  *   the count of marks are copied into locals for the batch (stores to records and
  *   histograms, uint64_t like many of the model's fields, made the compiler reload them at
  *   every access). The window is kept as 16-byte (line, record) pairs, shifted a pair at a
  *   time. A window hit is a scan of 8 lines (unused entries hold UINT64_MAX; the line itself
  *   after them ends the scan), a written-out shift and walk_hist. A reference outside a
- * full window is handled in the loop too (a new line gets its record there unless the table
- * must grow): the table, the marks after its time (the
- * TREE_LAG = 8 most recent words of times stay out of the Fenwick tree, their marks kept as 8 bytes
- * of one local word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
- * last line gets the newest time. Table growth, accesses spanning lines and time renumbering go
- * through the general reference() (reference_slow, not inlined). Positions are counted in local
- * histograms folded at the end of the batch; a walk's outcome is a 16-bit key (bin, 1 << visits |
- * same-half mask) written to a buffer that count_keys adds to the walk histograms every 512
- * keys (an increment in the loop, its address known late, stalled the loads after it). The
- *   loop is compiled twice (POPCNT where the CPU has it) plus a variant with BMI2 that gathers
- *   the walk's mask with PEXT and walks a 7-level tree's two words at once in SSE2 registers,
- *   taken where __builtin_cpu_supports says so (not on AMD Zen 1/2, whose PEXT is microcode;
- *   the bench machine is a Zen 3). Records are prefetched PREFETCH_AHEAD accesses ahead when
- *   the previous batch left the window for more than 1 access in 8 (even matmul, whose ~300
- *   records fit in L2, is faster with it). Line keys hash by their product's top bits.
- *   Measured (this round; the machine shared, load 3-5): callgrind, first 2M accesses of the
- *   bench traces (bench/run-signature.sh), model instructions per access before -> after:
- *   stream_add 96 -> 99.5, matmul 164 -> 168, stencil2d 89 -> 93, gather 95 -> 99,
- *   linked_list 122 -> 128 (the key buffer costs 6-10, the hash and PEXT save 3-7), yet CPU
- *   time (bench_signature, ns per access, best of 3 interleaved runs of 3) stream_add 13.2 ->
- *   10.7, matmul 16.2 -> 15.2 (the hash alone: 16.8 -> 14.2 in one round), stencil2d 10.4 -> 9.3,
- * gather 22.1 -> 24.1 (then 23.2-26.7 -> 21.0-25.2: noise), linked_list 26.8 -> 25.0. Outputs
- *   byte-identical (the five bench traces, whole program and per site, widths 256/8, 512/4,
- *   4096/4, sampled warm and cold); test_loops_agree checks the loop with and without PEXT
- *   and the general per-site loop against each other.
- *   Tried and not kept: TREE_LAG 4 (matmul's reuses fall just outside: 583M vs 515M
- *   instructions) and 16 (no change); an AVX2 scan of the window (its 32-byte loads span
- *   earlier smaller stores and cannot be forwarded: stream_add 13-16 -> 18-20 ns per access;
- *   an AVX2 shift would load the same way); the PEXT variant compiled for AVX2 (VEX forms:
- *   5 instructions per access fewer, no change in time); 2 or 4 copies of the walk
- *   histograms alternating by access instead of the key buffer (no change: the stall is not
- *   a chain of increments of one counter); no prefetch when the last batch's references
- *   outside the window were all within 2^12 lines; memmove for the shift of a miss (a call).
+ *   full window is handled in the loop too (a new line gets its record there unless the
+ *   table must grow): the table, the marks after its time (the TREE_LAG = 8 most recent
+ *   words of times stay out of the Fenwick tree, their marks kept as 8 bytes of one local
+ *   word: matmul's column walk reuses ~300 times back, 5 words), walk_hist, the window's
+ *   last line gets the newest time. Table growth, accesses spanning lines and time
+ *   renumbering go through the general reference() (reference_slow, not inlined). Positions
+ *   are counted in local histograms folded at the end of the batch; a walk's outcome is a
+ *   16-bit key (bin, 1 << visits | same-half mask) written to a buffer that count_keys adds
+ *   to the walk histograms every 512 keys (an increment in the loop, its address known
+ *   late, stalled the loads after it). The loop is compiled twice (POPCNT where the CPU has
+ *   it) plus a variant with BMI2 that gathers the walk's mask with PEXT and walks a 7-level
+ *   tree's two words at once in SSE2 registers, taken where __builtin_cpu_supports says so
+ *   (not on AMD Zen 1/2, whose PEXT is microcode; the bench machine is a Zen 3). Records
+ *   are prefetched PREFETCH_AHEAD accesses ahead when the previous batch left the window for
+ *   more than 1 access in 8 (even matmul, whose ~300 records fit in L2, is faster with it).
+ *   Line keys hash by their product's top bits.
+ *   This loop runs more instructions per access than the one before it (the key buffer
+ *   costs 6-10, the hash and PEXT save 3-7) in less time: stream_add 13.2 -> 10.7 ns per
+ *   access (bench_signature, best of 3 interleaved runs). Outputs byte-identical;
+ *   test_loops_agree checks the loop with and without PEXT and the general per-site loop
+ *   against each other. The other kernels' figures, and what was tried and not kept:
+ *   docs/performance.md, "lib/locality/signature_loop.c".
  *   The live path (`memsnap signature -- PROG`) hands the capture's batches of 4096 straight
  *   to ms_signature_model_add (no copy, conversion or allocation per batch besides the
- *   capture's own copy out of its shared slot). perf of matmul 300 live (2 cores, load ~3,
- *   before this round): memsnap 52% of the samples of both processes (the model 42.5%, the
- *   capture's parsing 4.6%), Valgrind 47%: the model is the bottleneck and the parsing is
- *   not, so a model thread pipelined with the parsing could take at most the parsing's ~9% of
- *   memsnap's time off its critical path, while a third busy thread on 2 cores takes time
- *   from Valgrind; the model's own time is what this round cut.
+ *   capture's own copy out of its shared slot). The model is its bottleneck, not the
+ *   capture's parsing (perf of matmul 300 live: 42.5% of the samples of both processes
+ *   against 4.6%), so the model has no thread of its own to pipeline with the parsing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +69,8 @@
 
 /* Records of accesses this far ahead are prefetched: a reference outside the window misses
  * the caches on its record (random-access kernels), and overlapping those misses is the
- * cheapest speed-up. Measured (bench_signature, CPU time, best of 3, two runs each on a loaded
- * machine): gather 1000000 43/42 -> 30/39 ns per access, linked_list 300000 56/50 -> 38/32;
- * stream_add and matmul unchanged within the noise (27/26 -> 23/29, 38/40 -> 40/38). */
+ * cheapest speed-up: gather 1000000 42-43 -> 30-39 ns per access (bench_signature, two runs
+ * each; the other kernels: docs/performance.md). */
 #define PREFETCH_AHEAD 8
 #define KEY_CHUNK 512 /* walk keys buffered by the whole-program loop (count_keys) */
 
@@ -495,9 +478,8 @@ _Static_assert(TREE_LAG == 8, "loop_state.lag holds 8 words' marks");
 
 /* Puts (line, state) in the window's first entry with one 16-byte store: the next shift
  * reads the entry as 16 bytes, which two 8-byte stores cannot forward to (the load waits
- * for the stores to reach the cache). Measured against two stores (bench_signature, best
- * of 4 interleaved, load ~4): stream_add 11.2 -> 10.1 ns per access, stencil2d 8.0 -> 7.3,
- * matmul 16.7 -> 15.4. */
+ * for the stores to reach the cache). Against two stores: stream_add 11.2 -> 10.1 ns per
+ * access (bench_signature, best of 4 interleaved; the other kernels: docs/performance.md). */
 static inline void window_front(loop_state *s, uint64_t line, uint64_t state) {
 #if defined(__x86_64__)
   _mm_storeu_si128((__m128i *)&s->w[0], _mm_set_epi64x((long long)state, (long long)line));
@@ -539,9 +521,9 @@ static inline uint32_t byte_sum(uint64_t x) {
 /* Counts walk keys (bin << 8 | key) in the walk histograms; returns 0. The whole-program loop
  * writes its walks' keys to a buffer of KEY_CHUNK and counts them here, in a loop of its own:
  * an increment of the histogram inside the loop, whose key is known late, stalled the
- * loads of the accesses after it (bench_signature, best of 5 interleaved, load ~4: stream_add
- * 12.6 -> 10.7 ns per access, stencil2d 10.5 -> 9.2, matmul 17.4 -> 17.5, although 6-10
- * instructions per access more). */
+ * loads of the accesses after it: stream_add 12.6 -> 10.7 ns per access although 6-10
+ * instructions per access more (bench_signature, best of 5 interleaved; the other kernels:
+ * docs/performance.md). */
 static inline uint32_t count_keys(uint64_t (*walks)[256], const uint16_t *keys, uint32_t count) {
   uint64_t *flat = walks[0];
   for (uint32_t i = 0; i < count; i++)

@@ -11,9 +11,8 @@
 /* A zeroed table of `slots` records, aligned to cache lines; from 2 MiB on, aligned to
  * 2 MiB and backed by huge pages where the kernel has them (MADV_HUGEPAGE): a reference
  * outside the window misses the TLB on its record too, and the page walk stalled even the
- * prefetches. Measured (bench_signature, CPU time, 4 interleaved pairs on the loaded shared
- * machine): gather 3000000 34.1/34.5/35.1/29.7 -> 33.3/26.0/27.4/29.0 ns per access;
- * linked_list 600000 unchanged within the noise (30-35 ns either way). */
+ * prefetches: gather 3000000 29.7-35.1 -> 26.0-33.3 ns per access (bench_signature, 4
+ * interleaved pairs; each pair and linked_list: docs/performance.md). */
 uint64_t *sig_table_new(size_t slots, size_t record_words) {
   size_t bytes = slots * record_words * sizeof(uint64_t);
   size_t huge = (size_t)2 << 20;

@@ -106,9 +106,8 @@ static inline uint32_t marks_after(const ms_signature_model *model, uint32_t tim
 
 /* The slot of a line key: Fibonacci hashing, the top bits of the product (a multiply and a
  * shift; an xor-shift, a multiply, a shift and a mask before). With the mask-based count of
- * the marks after a time in add_hist: matmul 175 -> 168 instructions per access (callgrind),
- * bench_signature best of 3 interleaved (load ~4) matmul 16.8 -> 14.2 ns per access, gather
- * 21.8 -> 23.0, linked_list 27.7 -> 24.4. */
+ * the marks after a time in add_hist: matmul 16.8 -> 14.2 ns per access (bench_signature,
+ * best of 3 interleaved; the other figures: docs/performance.md). */
 static inline size_t hash_slot(uint64_t key, unsigned shift) {
   return (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
 }

@@ -414,12 +414,9 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
  * state is in locals (stores of ms_access, whose uint8_t fields may alias anything, made gcc
  * reload the thread, the sampling flag and the bounds from the source around every record),
  * it has one bound instead of two, and a record is two 8-byte stores: the address, and
- * bytes 8..15 (site, thread, size, kind) assembled from the unit's second word. Measured
- * after: still 14-15 % of the cycles of a run that takes ~1.5x less CPU in all, ~2 ns per
- * access, spent on the loads of the slot (16 bytes per access, written by the program on
- * the other core). Neither a software prefetch 1 KiB ahead nor batches of 1024 records
- * (16 KiB, within L1) instead of 4096 changed its share (perf, matmul 250, three runs
- * each). */
+ * bytes 8..15 (site, thread, size, kind) assembled from the unit's second word. What is
+ * left, ~2 ns per access, is the loads of the slot, which the program wrote on the other
+ * core (what was measured and tried: docs/performance.md). */
 static size_t copy_accesses(const unsigned char *p, size_t n, uint16_t thread, uint32_t site_base,
                             uint32_t site_count, ms_access *out) {
   const uint64_t image_sites = site_count - site_base; /* the sites this image defined */
