@@ -1,4 +1,4 @@
-/* libFuzzer target: the live capture channel's parser (lib/capture/launcher/capture.c), as
+/* libFuzzer target: the live capture channel's parser (lib/capture/launcher/capture_decode.c), as
  * the compiler runtime feeds it through ms_capture_attach. The input is the content of
  * shared slot 0 (whole 16-byte units, at most 1 MiB), announced by HELLO and one CHUNK
  * notice; an odd last byte adds a SIGNAL notice. Sampling is on for inputs whose first

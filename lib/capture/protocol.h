@@ -1,6 +1,7 @@
 /* The wire protocol between memsnap's Valgrind tool (valgrind/ms_main.c, no libc) or the
- * compiler runtime (rt/rt.c) and the launcher (launcher/capture.c): constants only, so that both
- * sides include the same definitions. The protocol itself is described in launcher/README.md. */
+ * compiler runtime (rt/rt.c) and the launcher (launcher/capture_decode.c): constants only,
+ * so that both sides include the same definitions. The protocol itself is described in
+ * launcher/README.md. */
 #ifndef MEMSNAP_CAPTURE_PROTOCOL_H
 #define MEMSNAP_CAPTURE_PROTOCOL_H
 

@@ -5,7 +5,7 @@
  * code calls a tiny helper that appends {address, site|kind|size} to a 1 MiB buffer; the
  * buffer goes to the output channel when full, at exit and before an execve, never per
  * access. The
- * tool does no encoding: the memsnap process (lib/capture/launcher/capture.c) does.
+ * tool does no encoding: the memsnap process (lib/capture/launcher/capture_decode.c) does.
  *
  * What counts as an access mirrors Lackey --trace-mem=yes and Cachegrind exactly, so that
  * their counts are an oracle for ours:
