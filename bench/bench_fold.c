@@ -3,9 +3,10 @@
  *
  *   push:   ms_fold_push per element vs a loop reading the array (sum): the cost of
  *           folding one stride or one site id, the builder's per-access work;
- *   replay: ms_fold_cursor_read in chunks of 4096 vs copying the expanded array in the same
- *           chunks (memcpy) - both summed by the consumer, so the ratio is what replaying
- *           a profile costs next to reading an uncompressed array of the same elements.
+ *   replay: the fold's expression (ms_fold_expr) read by ms_expr_cursor_read in chunks of
+ *           4096 vs copying the expanded array in the same chunks (memcpy) - both summed by
+ *           the consumer, so the ratio is what expanding an expression costs next to
+ *           reading an uncompressed array of the same elements.
  *
  * Workloads: a PSnAP stride pattern ((+16^15 +48)^127 +16^15 -36816)^n, a site order
  * (s0 s1 s2 s3 s4)^n of count-1 terms, a constant stride +8^n, and irregular values (the
@@ -24,6 +25,7 @@
 #include <time.h>
 
 #include "memsnap/error.h"
+#include "memsnap/expr.h"
 #include "memsnap/fold.h"
 
 #define CHUNK 4096
@@ -138,27 +140,30 @@ static double time_copy_loop(const workload *w, int64_t *buffer) {
   return best;
 }
 
-static double time_replay(const ms_fold *fold, const workload *w, int64_t *buffer) {
+static double time_replay(ms_fold *fold, const workload *w, int64_t *buffer) {
   double best = 1e30;
   uint64_t expected = consume(w->values, w->count);
+  ms_expr expr;
+  check(ms_fold_expr(fold, &expr));
   for (int round = 0; round < ROUNDS; round++) {
-    ms_fold_cursor *cursor;
-    check(ms_fold_cursor_new(fold, &cursor));
+    ms_expr_cursor cursor;
+    check(ms_expr_cursor_init(&cursor, &expr, 0));
     double t0 = now();
     uint64_t sum = 0;
     size_t n, total = 0;
-    while ((n = ms_fold_cursor_read(cursor, buffer, CHUNK)) > 0) {
+    while ((n = ms_expr_cursor_read(&cursor, buffer, CHUNK)) > 0) {
       sum += consume(buffer, n);
       total += n;
     }
     double t = now() - t0;
-    ms_fold_cursor_free(cursor);
+    ms_expr_cursor_free(&cursor);
     if (sum != expected || total != w->count) {
       fprintf(stderr, "bench_fold: %s: replay differs from the input\n", w->name);
       exit(1);
     }
     if (t < best) best = t;
   }
+  ms_expr_free(&expr);
   return best;
 }
 

@@ -60,7 +60,7 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
   char place[512];
   ms_site_describe(where, place, sizeof place);
   double share = p->access_count ? 100.0 * (double)site->count / (double)p->access_count : 0.0;
-  char *pattern = ms_psnap_expr_string(&site->pattern, MS_PSNAP_STRIDES);
+  char *pattern = ms_expr_string(&site->pattern, MS_EXPR_STRIDES);
   if (!full) {
     printf("s%-5u %6.2f%% %12" PRIu64 " %-6s %2u  %-18s %-8s %s\n", s, share, site->count,
            ms_access_kind_name((ms_access_kind)site->kind), site->size,
@@ -212,7 +212,7 @@ int show_profile(int argc, char **argv) {
       printf(")\n");
       continue;
     }
-    char *text = ms_psnap_expr_string(&o->order, MS_PSNAP_SITES);
+    char *text = ms_expr_string(&o->order, MS_EXPR_SITES);
     if (!text) continue;
     size_t cut = selecting ? strlen(text) : 200;
     printf("\nthread %u: %" PRIu64 " accesses, order %.*s%s\n", t, o->accesses, (int)cut, text,

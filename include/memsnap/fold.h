@@ -18,8 +18,11 @@
  * is the top level; a term is either a value repeated `count` times (group == 0) or a
  * group: the sequence numbered `group` repeated `count` times. Counts are >= 1.
  *
- * Thread safety: a fold is single-writer. After ms_fold_finish (or ms_fold_parse) it is
- * immutable, and any number of threads may read it and run their own cursors on it.
+ * Its result is an expression (memsnap/expr.h, ms_fold_expr), the one representation of
+ * repetitions in memsnap: written, parsed and replayed by cursors there.
+ *
+ * Thread safety: a fold is single-writer. After ms_fold_finish it is immutable, and any
+ * number of threads may read it.
  */
 #ifndef MEMSNAP_FOLD_H
 #define MEMSNAP_FOLD_H
@@ -29,13 +32,13 @@
 #include <stdint.h>
 
 #include "memsnap/api.h"
+#include "memsnap/expr.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct ms_fold ms_fold;
-typedef struct ms_fold_cursor ms_fold_cursor;
 
 /* ---- Building ---------------------------------------------------------------------- */
 
@@ -75,7 +78,7 @@ MS_API int ms_fold_push(ms_fold *fold, int64_t value);
  * status other than MS_OK and returns it). */
 MS_API int ms_fold_push_many(ms_fold *fold, const int64_t *values, size_t count);
 
-/* Ends the input: the fold becomes immutable and readable (format, cursors, terms).
+/* Ends the input: the fold becomes immutable and readable (its terms, its expression).
  * Idempotent. Returns MS_OK or MS_ERR_NOMEM. */
 MS_API int ms_fold_finish(ms_fold *fold);
 
@@ -85,7 +88,7 @@ MS_API bool ms_fold_over_cap(const ms_fold *fold);
 /* ---- Size and structure (valid at any time; the structure after finish) ------------ */
 
 /* Number of elements the expression expands to (= values stored). Fits uint64 always
- * (ms_fold_parse rejects longer expressions). */
+ * (a push that would exceed it fails). */
 MS_API uint64_t ms_fold_length(const ms_fold *fold);
 
 /* Number of terms in the written expression: each value term (`x` or `x^n`) counts 1 and
@@ -128,75 +131,11 @@ MS_API const ms_fold_term *ms_fold_sequence(const ms_fold *fold, uint32_t sequen
  * body with steps, of its first iteration. */
 MS_API uint64_t ms_fold_sequence_length(const ms_fold *fold, uint32_t sequence);
 
-/* Wrapping (mod 2^64) sum of the first `end` elements, computed in O(depth log window)
- * without expansion, e.g. the address reached after `end` strides. `end` <= length.
- * Returns MS_OK, or MS_ERR_ARG (end > length, or the fold is not finished). */
-MS_API int ms_fold_prefix_sum(const ms_fold *fold, uint64_t end, uint64_t *sum);
-
-/* ---- Text ---------------------------------------------------------------------------- */
-
-#define MS_FOLD_VALUE_TEXT_MAX 64
-
-/* Writes the text of one value into `buffer` (MS_FOLD_VALUE_TEXT_MAX bytes), NUL-terminated,
- * and returns its length (> 0), or a negative number to fail. The text must not contain
- * white space, '(', ')' or '^', and must not be empty. */
-typedef int (*ms_fold_value_formatter)(char *buffer, int64_t value, void *context);
-
-/* Reads the value of one token (`length` bytes, not NUL-terminated; it contains no white
- * space, '(', ')' or '^'). Returns 0, or non-zero if the token is not a valid value. */
-typedef int (*ms_fold_value_parser)(const char *token, size_t length, int64_t *value,
-                                    void *context);
-
-/* Built-in value syntaxes. Signed: "+16", "-36816", "+0" (parse also accepts no sign).
- * Decimal: "16", "-36816". Both reject values outside int64. */
-MS_API int ms_fold_format_signed(char *buffer, int64_t value, void *context);
-MS_API int ms_fold_parse_signed(const char *token, size_t length, int64_t *value, void *context);
-MS_API int ms_fold_format_decimal(char *buffer, int64_t value, void *context);
-MS_API int ms_fold_parse_decimal(const char *token, size_t length, int64_t *value, void *context);
-
-/* Writes the expression of a finished fold as a NUL-terminated string in *text (free()
- * it); *text_length (may be NULL) receives its length. Syntax: terms separated by one
- * space; a value term is VALUE or VALUE^COUNT (COUNT > 1); a group is ( TERMS )^COUNT.
- * A value with a step is {VALUE,STEP} and a count with a step ^{COUNT,STEP} (STEP signed
- * decimal, "+8", "-1"), e.g. `((+8^9 -72)^{9,-1} +8^9 {-64,+8})^8`.
- * The empty sequence is the empty string.
- * Returns MS_OK, MS_ERR_ARG (unfinished fold, or the formatter failed) or MS_ERR_NOMEM. */
-MS_API int ms_fold_format(const ms_fold *fold, ms_fold_value_formatter formatter, void *context,
-                          char **text, size_t *text_length);
-
-/* Parses an expression (`length` bytes; white space, including newlines, separates
- * tokens freely; `x^1` and `( ... )^1` are accepted and kept as written) into a new,
- * finished fold. Returns MS_OK, MS_ERR_NOMEM, or MS_ERR_FORMAT with a message naming the
- * column and *error_column (may be NULL) set to the 1-based byte column of the offending
- * token: unbalanced parentheses, empty group, missing or zero count, count or total length
- * beyond uint64, bad value token, nesting deeper than MS_FOLD_MAX_DEPTH, a step outside the
- * body of a top-level group, a count that a step takes below 1 or beyond uint64.
- * For every finished fold F: parse(format(F)) formats to the same text. */
-#define MS_FOLD_MAX_DEPTH 1000
-MS_API int ms_fold_parse(const char *text, size_t length, ms_fold_value_parser parser,
-                         void *context, ms_fold **out, size_t *error_column);
-
-/* ---- Replay -------------------------------------------------------------------------- */
-
-/* A cursor over the expansion of a finished fold, starting at index 0. It must not outlive
- * the fold. Returns MS_OK, MS_ERR_ARG (unfinished fold) or MS_ERR_NOMEM. */
-MS_API int ms_fold_cursor_new(const ms_fold *fold, ms_fold_cursor **out);
-MS_API void ms_fold_cursor_free(ms_fold_cursor *cursor);
-
-/* Moves to element `index` (0 <= index <= length; length means the end) in O(depth log
- * window) arithmetic, without generating the skipped elements. Returns MS_OK or MS_ERR_ARG. */
-MS_API int ms_fold_cursor_seek(ms_fold_cursor *cursor, uint64_t index);
-
-/* Index of the next element to be read. */
-MS_API uint64_t ms_fold_cursor_position(const ms_fold_cursor *cursor);
-
-/* Reads the next element into *value; false at the end. */
-MS_API bool ms_fold_cursor_next(ms_fold_cursor *cursor, int64_t *value);
-
-/* Reads up to `capacity` next elements into `values`; returns how many (less than
- * `capacity` only at the end).
- * This is the fast path: runs of a value and small repeated bodies are copied in bulk. */
-MS_API size_t ms_fold_cursor_read(ms_fold_cursor *cursor, int64_t *values, size_t capacity);
+/* The expression of a finished fold (memsnap/expr.h): its terms as nodes, its groups as
+ * groups, steps kept; finishes the fold first. The expression has the fold's length and
+ * expands to the values pushed. *out is initialised here; free it with ms_expr_free (also
+ * after a failure). Returns MS_OK, MS_ERR_NOMEM, or MS_ERR_FORMAT (a length beyond 2^64). */
+MS_API int ms_fold_expr(ms_fold *fold, ms_expr *out);
 
 #ifdef __cplusplus
 }

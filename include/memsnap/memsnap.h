@@ -15,6 +15,7 @@
 #include "memsnap/chase.h"
 #include "memsnap/error.h"
 #include "memsnap/evaluation.h"
+#include "memsnap/expr.h"
 #include "memsnap/fold.h"
 #include "memsnap/input.h"
 #include "memsnap/number.h"

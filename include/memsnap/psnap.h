@@ -4,7 +4,7 @@
  * *sites*: one site per (thread, instruction, kind, size), so that every access of a site
  * has the same thread, kind and size (an instruction issuing two sizes or kinds becomes
  * two profile sites). A site's addresses are its first address followed by its stride
- * pattern, an expression of nested repetitions such as `((+16^15 +48)^127 +16^15 -36816)`,
+ * pattern, an expression of nested repetitions (memsnap/expr.h) such as `((+16^15 +48)^127 +16^15 -36816)`,
  * read cyclically: the pattern is repeated as often as the site's count requires (the
  * paper's reading of a replay pattern; an exact fold has exactly count-1 strides and
  * never wraps). The order of each thread is an expression of the same kind over site
@@ -13,7 +13,7 @@
  * addresses fall are kept, and replay draws addresses from it (or, with --lossless, their
  * exact addresses are kept compressed in the profile).
  *
- * Parts: expressions (ms_psnap_expr), stride histories and their decoding after
+ * Parts: stride histories and their decoding after
  * psnap-mills-snavely-carrington.txt section II-B (ms_stride_history), profiles and their
  * text form (ms_psnap_profile), the profile builder (a sink), replay (a source).
  */
@@ -24,124 +24,12 @@
 #include <stdio.h>
 
 #include "memsnap/api.h"
+#include "memsnap/expr.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- Expressions of nested repetitions ------------------------------------------------ */
-
-typedef struct ms_psnap_node {
-  int64_t value;   /* a leaf's value: a stride, or a site number in an order */
-  uint64_t repeat; /* >= 1 */
-  uint32_t first;  /* a group's first child in expr->children */
-  uint32_t count;  /* a group's number of children; 0 for a leaf */
-  /* Steps (non-rectangular loops; children of a top-level group only): in iteration r of
-   * that group the value is value + r * value_step and the repeat repeat + r * repeat_step.
-   * Written `{-64,+8}`, `^{9,-1}` (docs/formats.md). */
-  int64_t value_step;
-  int64_t repeat_step;
-} ms_psnap_node;
-
-typedef struct ms_psnap_expr {
-  ms_psnap_node *nodes;
-  uint32_t node_count, node_capacity;
-  uint32_t *children;
-  uint32_t child_count, child_capacity;
-  uint32_t root; /* a group of repeat 1: the whole sequence (may be empty) */
-  /* The root as written (text, copies). With steps, `root` is another group: the groups
-   * with steps unrolled, one run of children per iteration, that cursors walk. */
-  uint32_t text_root;
-  uint32_t written_nodes; /* nodes [0, written_nodes) are the written expression */
-  int finished;           /* ms_psnap_expr_finish succeeded */
-  uint64_t *length;       /* per node: elements in one iteration */
-  int64_t *sum;           /* per node: sum of the values of one iteration (wrapping) */
-  uint32_t depth;         /* deepest nesting of groups, root included */
-  uint64_t total;         /* elements of the whole expression */
-  /* Per-value counts per node (ms_psnap_expr_index_values), for seeking in an order. */
-  uint32_t *count_start; /* node -> first entry in count_value/count_times; node_count+1 */
-  uint32_t *count_value;
-  uint64_t *count_times;
-} ms_psnap_expr;
-
-typedef enum ms_psnap_expr_kind {
-  MS_PSNAP_STRIDES = 0, /* leaves print as +16, -36816 */
-  MS_PSNAP_SITES = 1,   /* leaves print as s12 */
-} ms_psnap_expr_kind;
-
-MS_API void ms_psnap_expr_init(ms_psnap_expr *expr);
-MS_API void ms_psnap_expr_free(ms_psnap_expr *expr);
-/* Building bottom-up: leaves and groups return a node id (>= 0) or a negative status. */
-MS_API int64_t ms_psnap_expr_leaf(ms_psnap_expr *expr, int64_t value, uint64_t repeat);
-MS_API int64_t ms_psnap_expr_group(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count,
-                                   uint64_t repeat);
-/* Sets the top-level sequence and computes lengths and sums; MS_ERR_FORMAT if the
- * number of elements overflows 64 bits. */
-MS_API int ms_psnap_expr_finish(ms_psnap_expr *expr, const uint32_t *nodes, uint32_t count);
-/* Gives node `id` (a child of a top-level group) steps; checked by ms_psnap_expr_finish. */
-MS_API void ms_psnap_expr_set_steps(ms_psnap_expr *expr, uint32_t id, int64_t value_step,
-                                    int64_t repeat_step);
-/* Most children the groups with steps may unroll to (MS_ERR_FORMAT beyond). */
-#define MS_PSNAP_UNROLL_MAX (1u << 22)
-/* Parses text (no newline) written by ms_psnap_expr_print. Errors name file:line:column,
- * columns counted from `column` for the first character of text. */
-MS_API int ms_psnap_expr_parse(ms_psnap_expr *expr, const char *text, size_t size,
-                               ms_psnap_expr_kind kind, const char *file, unsigned line,
-                               unsigned column);
-MS_API int ms_psnap_expr_print(const ms_psnap_expr *expr, ms_psnap_expr_kind kind, FILE *out);
-/* The same into a malloc'ed string (NULL if out of memory). */
-MS_API char *ms_psnap_expr_string(const ms_psnap_expr *expr, ms_psnap_expr_kind kind);
-MS_API int ms_psnap_expr_copy(ms_psnap_expr *to, const ms_psnap_expr *from);
-/* Prepares ms_psnap_cursor_seek_counts: per node, how many times each value < values
- * occurs in one iteration. MS_ERR_FORMAT if a leaf is negative or >= values. */
-MS_API int ms_psnap_expr_index_values(ms_psnap_expr *expr, uint32_t values);
-
-/* A position in the expanded sequence of an expression; cyclic cursors start over at
- * the end (an empty expression then yields zeros). */
-typedef struct ms_psnap_frame {
-  uint32_t node, child;
-  uint64_t iteration;
-} ms_psnap_frame;
-
-typedef struct ms_psnap_cursor {
-  const ms_psnap_expr *expr;
-  ms_psnap_frame *stack;
-  uint32_t depth;
-  int cyclic;
-  int64_t value;      /* current leaf value */
-  uint64_t leaf_left; /* copies of `value` left before the next leaf */
-} ms_psnap_cursor;
-
-MS_API int ms_psnap_cursor_init(ms_psnap_cursor *cursor, const ms_psnap_expr *expr, int cyclic);
-MS_API void ms_psnap_cursor_free(ms_psnap_cursor *cursor);
-/* Up to `max` copies of the next value: returns how many (0 at the end of a non-cyclic
- * expression) and the value in *value. */
-static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value);
-/* Positions the cursor before element `index` and returns the sum of the elements before
- * it (wrapping). If value_counts is not NULL, adds to value_counts[v] the number of
- * occurrences of v before `index` (needs ms_psnap_expr_index_values). */
-MS_API int64_t ms_psnap_cursor_seek(ms_psnap_cursor *cursor, uint64_t index,
-                                    uint64_t *value_counts);
-/* The same, counting element i as weight[leaf] elements (0 or 1) and a group as
- * weight[group] per iteration (ms_psnap_expr_weights): the index counts only the
- * elements of weight 1, and the cursor stops before the index-th of them. */
-MS_API int64_t ms_psnap_cursor_seek_weighted(ms_psnap_cursor *cursor, uint64_t index,
-                                             const uint64_t *weight, uint64_t *value_counts);
-/* Per node, the elements of one iteration whose value v has mask[v] set (an order's
- * selected sites); malloc'ed array of node_count entries, NULL if out of memory. */
-MS_API uint64_t *ms_psnap_expr_weights(const ms_psnap_expr *expr, const uint8_t *mask);
-MS_API void ms_psnap_cursor_rewind(ms_psnap_cursor *cursor);
-/* Slow path of ms_psnap_cursor_run: moves to the next leaf; 0 at the end. */
-MS_API int ms_psnap_cursor_advance(ms_psnap_cursor *cursor);
-
-static inline uint64_t ms_psnap_cursor_run(ms_psnap_cursor *cursor, uint64_t max, int64_t *value) {
-  if (cursor->leaf_left == 0 && !ms_psnap_cursor_advance(cursor)) return 0;
-  uint64_t n = cursor->leaf_left < max ? cursor->leaf_left : max;
-  cursor->leaf_left -= n;
-  *value = cursor->value;
-  return n;
-}
 
 /* ---- Stride histories (section II-B) -------------------------------------------------- */
 
@@ -189,7 +77,7 @@ static inline int ms_stride_history_add(ms_stride_history *history, int64_t stri
  * `repeat` the repeat value; for a complex repeat, one row per dominant line. */
 typedef struct ms_stride_decoding {
   ms_stride_class cls;
-  ms_psnap_expr pattern;    /* empty for undesignated */
+  ms_expr pattern;    /* empty for undesignated */
   uint32_t pattern_count;   /* dominant patterns (1 for a simple repeat) */
   uint64_t reduced[16][32]; /* replay pattern rows, then the master line (at most 16 x 32) */
   uint64_t repeat;          /* repeat value of the whole */
@@ -220,7 +108,7 @@ typedef struct ms_psnap_site {
   uint64_t first_address;
   ms_stride_class cls;   /* from the stride history */
   int lossy;             /* addresses drawn from range/histogram */
-  ms_psnap_expr pattern; /* strides, read cyclically (exact sites) */
+  ms_expr pattern; /* strides, read cyclically (exact sites) */
   /* lossy sites */
   uint64_t low, high; /* address range, inclusive */
   uint64_t alignment; /* every address is first_address + k * alignment */
@@ -259,7 +147,7 @@ typedef struct ms_psnap_site {
 typedef struct ms_psnap_thread_order {
   uint64_t accesses;
   int lossy;           /* the order exceeded its cap: transitions instead */
-  ms_psnap_expr order; /* site numbers (exact) */
+  ms_expr order; /* site numbers (exact) */
   /* lossy: for each site, its successors and how often (PSnAP section III path counts) */
   uint32_t transition_count;
   uint32_t *transition_from, *transition_to;

@@ -129,14 +129,11 @@ void ms_fold_free(ms_fold *fold) {
   free(fold->pool_before_length);
   free(fold->pool_before_sum);
   free(fold->top);
-  free(fold->top_before_length);
-  free(fold->top_before_sum);
   free(fold->intern);
   free(fold->win);
   free(fold->win_hash);
   free(fold->predict);
   free(fold->predict_flat);
-  free(fold->flat);
   free(fold->steps);
   free(fold->shape_head);
   free(fold->shape_next);
@@ -313,7 +310,6 @@ uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t
   seq.first = fold->pool_count;
   seq.length = count;
   seq.hash = hash;
-  seq.flat = FOLD_NO_FLAT;
   uint32_t deepest = 0;
   for (uint32_t i = 0; i < count; i++) {
     const ms_fold_term *term = &terms[i];

@@ -1,9 +1,9 @@
-/* Internal representation of a fold, shared by the builder (fold.c), the text reader and
- * writer (fold_text.c) and the replay side (fold_replay.c).
+/* Internal representation of a fold, shared by the builder (fold.c) and the finished
+ * fold's readers (fold_finish.c: totals, terms, the expression).
  *
  * Sequences (loop bodies) are immutable once created: their terms live in one pool, each
- * with the number and the wrapping sum of the elements before it in its sequence, so that
- * seeking descends the nesting with a binary search per level. Sequence 0 is the top level,
+ * with the number and the wrapping sum of the elements before it in its sequence (the
+ * prediction of the next value seeks with them). Sequence 0 is the top level,
  * whose terms live in their own array (`top`), filled when the fold is finished.
  * While building, bodies are interned (two equal bodies get one id), so that two terms are
  * equal exactly when their value, count and group are equal: comparing window terms is O(1).
@@ -17,8 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FOLD_NO_FLAT UINT32_MAX
-
 typedef struct fold_sequence {
   uint64_t expanded;    /* elements in one iteration */
   uint64_t sum;         /* wrapping sum of one iteration */
@@ -27,8 +25,6 @@ typedef struct fold_sequence {
   uint32_t first;       /* first term in the pool (unused for sequence 0) */
   uint32_t length;      /* number of terms */
   uint32_t depth;       /* 1 + the depth of the deepest group inside */
-  uint32_t flat;        /* offset of the expanded copy in fold->flat, or FOLD_NO_FLAT */
-  uint32_t flat_length; /* whole iterations held in the copy, in elements */
   bool affine;          /* some term has a step: iterations differ (expanded, sum: the first) */
 } fold_sequence;
 
@@ -68,8 +64,6 @@ struct ms_fold {
   uint32_t pool_count, pool_capacity;
 
   ms_fold_term *top;
-  uint64_t *top_before_length;
-  uint64_t *top_before_sum;
   size_t top_count, top_capacity;
 
   uint32_t *intern; /* open addressing table of sequence ids (0 = empty slot) */
@@ -107,8 +101,6 @@ struct ms_fold {
   uint32_t step_count, step_capacity;
   bool predict_affine; /* the prediction runs on the instance */
 
-  int64_t *flat; /* expanded copies of small bodies for replay */
-  size_t flat_count;
   uint32_t depth; /* nesting depth of the whole expression (after finish) */
 };
 
@@ -162,8 +154,7 @@ ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes);
 /* Appends a term to the top-level array. */
 int fold_top_append(ms_fold *fold, const ms_fold_term *term);
 
-/* Computes the top-level prefixes, sequence 0's totals, the depth and the flat copies,
- * and marks the fold finished. */
+/* Computes sequence 0's totals and the depth, and marks the fold finished. */
 int fold_seal(ms_fold *fold);
 
 static inline bool fold_add_overflows(uint64_t a, uint64_t b, uint64_t *out) {

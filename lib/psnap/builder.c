@@ -544,20 +544,23 @@ static void observe_tie(builder *b, uint32_t self, uint64_t address, const threa
 }
 
 static int prefix_to_paths(const builder *b, thread_state *t) {
-  int rc = ms_fold_finish(t->order);
-  ms_fold_cursor *cursor = NULL;
-  if (rc == 0) rc = ms_fold_cursor_new(t->order, &cursor);
+  ms_expr order;
+  ms_expr_cursor cursor;
+  int rc = ms_fold_expr(t->order, &order);
+  if (rc == 0) rc = ms_expr_cursor_init(&cursor, &order, 0);
   int64_t value, previous = -1;
-  uint64_t index = 0;
-  while (rc == 0 && ms_fold_cursor_next(cursor, &value)) {
-    if (previous < 0)
-      t->first_site = (uint32_t)value;
-    else
-      rc = count_transition(b, t, (uint32_t)previous, (uint32_t)value, index);
-    previous = value;
-    index++;
-  }
-  ms_fold_cursor_free(cursor);
+  uint64_t index = 0, run;
+  while (rc == 0 && (run = ms_expr_cursor_run(&cursor, UINT64_MAX, &value)) > 0)
+    for (; rc == 0 && run > 0; run--) {
+      if (previous < 0)
+        t->first_site = (uint32_t)value;
+      else
+        rc = count_transition(b, t, (uint32_t)previous, (uint32_t)value, index);
+      previous = value;
+      index++;
+    }
+  if (order.finished) ms_expr_cursor_free(&cursor);
+  ms_expr_free(&order);
   ms_fold_free(t->order);
   t->order = NULL;
   return rc;
@@ -683,71 +686,28 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
 
 /* ---- finishing ---- */
 
-static int fold_to_nodes(const ms_fold *fold, uint32_t sequence, ms_psnap_expr *expr,
-                         uint32_t **nodes, uint32_t *count) {
-  size_t length;
-  const ms_fold_term *terms = ms_fold_sequence(fold, sequence, &length);
-  uint32_t *ids = malloc((length ? length : 1) * sizeof *ids);
-  if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  for (size_t i = 0; i < length; i++) {
-    int64_t id;
-    ms_fold_steps steps = ms_fold_term_steps(fold, &terms[i]);
-    if (terms[i].group == 0)
-      id = ms_psnap_expr_leaf(expr, terms[i].value, terms[i].count);
-    else {
-      uint32_t *children, child_count;
-      int rc = fold_to_nodes(fold, terms[i].group, expr, &children, &child_count);
-      if (rc < 0) {
-        free(ids);
-        return rc;
-      }
-      id = ms_psnap_expr_group(expr, children, child_count, terms[i].count);
-      free(children);
-    }
-    if (id < 0) {
-      free(ids);
-      return (int)id;
-    }
-    ms_psnap_expr_set_steps(expr, (uint32_t)id, steps.value_step, steps.count_step);
-    ids[i] = (uint32_t)id;
-  }
-  *nodes = ids;
-  *count = (uint32_t)length;
-  return 0;
-}
-
-static int fold_to_expr(ms_fold *fold, ms_psnap_expr *expr) {
-  ms_psnap_expr_init(expr);
-  int rc = ms_fold_finish(fold);
-  uint32_t *nodes = NULL, count = 0;
-  if (rc == 0) rc = fold_to_nodes(fold, 0, expr, &nodes, &count);
-  if (rc == 0) rc = ms_psnap_expr_finish(expr, nodes, count);
-  free(nodes);
-  return rc;
-}
-
 /* Whether the first n elements of a (read cyclically) equal those of b; run by run. */
-static int same_prefix(const ms_psnap_expr *a, const ms_psnap_expr *b, uint64_t n) {
-  ms_psnap_cursor ca, cb;
-  if (ms_psnap_cursor_init(&ca, a, 1) < 0) return 0;
-  if (ms_psnap_cursor_init(&cb, b, 0) < 0) {
-    ms_psnap_cursor_free(&ca);
+static int same_prefix(const ms_expr *a, const ms_expr *b, uint64_t n) {
+  ms_expr_cursor ca, cb;
+  if (ms_expr_cursor_init(&ca, a, 1) < 0) return 0;
+  if (ms_expr_cursor_init(&cb, b, 0) < 0) {
+    ms_expr_cursor_free(&ca);
     return 0;
   }
   int same = 1;
   while (same && n > 0) {
     int64_t va, vb;
-    uint64_t run = ms_psnap_cursor_run(&cb, n, &vb);
+    uint64_t run = ms_expr_cursor_run(&cb, n, &vb);
     if (run == 0) same = 0;
     n -= run;
     while (same && run > 0) {
-      uint64_t got = ms_psnap_cursor_run(&ca, run, &va);
+      uint64_t got = ms_expr_cursor_run(&ca, run, &va);
       same = got > 0 && va == vb;
       run -= got;
     }
   }
-  ms_psnap_cursor_free(&ca);
-  ms_psnap_cursor_free(&cb);
+  ms_expr_cursor_free(&ca);
+  ms_expr_cursor_free(&cb);
   return same;
 }
 
@@ -853,9 +813,9 @@ static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
   out->cls = decoding.cls;
   uint64_t strides = s->count - 1;
   int over = ms_fold_over_cap(s->fold);
-  ms_psnap_expr folded;
-  ms_psnap_expr_init(&folded);
-  if (!over && (rc = fold_to_expr(s->fold, &folded)) < 0) {
+  ms_expr folded;
+  ms_expr_init(&folded);
+  if (!over && (rc = ms_fold_expr(s->fold, &folded)) < 0) {
     ms_stride_decoding_free(&decoding);
     return rc;
   }
@@ -867,15 +827,15 @@ static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
                      same_prefix(&decoding.pattern, &folded, strides);
   if (decoded_fits) {
     out->pattern = decoding.pattern;
-    ms_psnap_expr_free(&folded);
+    ms_expr_free(&folded);
   } else {
     ms_stride_decoding_free(&decoding);
     if (!over)
       out->pattern = folded;
     else {
-      ms_psnap_expr_free(&folded);
+      ms_expr_free(&folded);
       rc = make_lossy(b, s, out);
-      if (rc == 0) rc = ms_psnap_expr_finish(&out->pattern, NULL, 0);
+      if (rc == 0) rc = ms_expr_finish(&out->pattern, NULL, 0);
     }
   }
   return rc;
@@ -891,8 +851,8 @@ static int compare_transitions(const void *a, const void *b) {
 static int finish_order(thread_state *t, ms_psnap_thread_order *out) {
   memset(out, 0, sizeof *out);
   out->accesses = t->accesses;
-  ms_psnap_expr_init(&out->order);
-  if (!t->over) return fold_to_expr(t->order, &out->order);
+  ms_expr_init(&out->order);
+  if (!t->over) return ms_fold_expr(t->order, &out->order);
   /* Over the cap: path counts (prefix_to_paths and the ones after it). The transition
    * into the first site counted after the prefix comes from the prefix's last site:
    * count_transition started from t->previous at the overflow point. */
@@ -921,7 +881,7 @@ static int finish_order(thread_state *t, ms_psnap_thread_order *out) {
     out->transition_times[k] = t->transitions[i].times;
     if (out->transition_period) out->transition_period[k] = t->transitions[i].period;
   }
-  if (rc == 0) rc = ms_psnap_expr_finish(&out->order, NULL, 0);
+  if (rc == 0) rc = ms_expr_finish(&out->order, NULL, 0);
   return rc;
 }
 

@@ -88,31 +88,31 @@ int ms_stride_history_add_new(ms_stride_history *history, int64_t stride) {
 /* ---- decoding ---- */
 
 typedef struct chain_builder {
-  ms_psnap_expr *expr;
+  ms_expr *expr;
   uint32_t items[256]; /* the current Q(j) as a sequence of node ids */
   uint32_t item_count;
 } chain_builder;
 
 /* Appends E = Q(k) S(k+1) for columns[0..k] with repeats d[0..k-1] to out[]. */
-static int build_chain(ms_psnap_expr *expr, const int64_t *strides, const uint32_t *columns,
+static int build_chain(ms_expr *expr, const int64_t *strides, const uint32_t *columns,
                        const uint64_t *d, uint32_t k, uint32_t *out, uint32_t *out_count) {
   uint32_t q[256], q_count = 0, scratch[256];
-  int64_t id = ms_psnap_expr_leaf(expr, strides[columns[0]], d[0]);
+  int64_t id = ms_expr_leaf(expr, strides[columns[0]], d[0]);
   if (id < 0) return (int)id;
   q[q_count++] = (uint32_t)id;
   for (uint32_t j = 1; j < k; j++) {
     if (2 * q_count + 2 > 256) return ms_error_set(MS_ERR_ARG, "pattern too deep");
     memcpy(scratch, q, q_count * sizeof *q);
-    int64_t stride = ms_psnap_expr_leaf(expr, strides[columns[j]], 1);
+    int64_t stride = ms_expr_leaf(expr, strides[columns[j]], 1);
     if (stride < 0) return (int)stride;
     scratch[q_count] = (uint32_t)stride;
-    int64_t group = ms_psnap_expr_group(expr, scratch, q_count + 1, d[j]);
+    int64_t group = ms_expr_group(expr, scratch, q_count + 1, d[j]);
     if (group < 0) return (int)group;
     memmove(q + 1, q, q_count * sizeof *q);
     q[0] = (uint32_t)group;
     q_count++;
   }
-  int64_t last = ms_psnap_expr_leaf(expr, strides[columns[k]], 1);
+  int64_t last = ms_expr_leaf(expr, strides[columns[k]], 1);
   if (last < 0) return (int)last;
   if (*out_count + q_count + 1 > 256) return ms_error_set(MS_ERR_ARG, "pattern too long");
   memcpy(out + *out_count, q, q_count * sizeof *q);
@@ -147,13 +147,13 @@ static int reduce_simple(const uint64_t *line, uint32_t width, uint32_t *columns
 static int finish_pattern(ms_stride_decoding *out, uint32_t *items, uint32_t item_count,
                           uint64_t repeat) {
   if (repeat > 1) {
-    int64_t group = ms_psnap_expr_group(&out->pattern, items, item_count, repeat);
+    int64_t group = ms_expr_group(&out->pattern, items, item_count, repeat);
     if (group < 0) return (int)group;
     items[0] = (uint32_t)group;
     item_count = 1;
   }
   out->repeat = repeat;
-  return ms_psnap_expr_finish(&out->pattern, items, item_count);
+  return ms_expr_finish(&out->pattern, items, item_count);
 }
 
 static void set_row(ms_stride_decoding *out, uint32_t row, const uint32_t *columns,
@@ -204,22 +204,22 @@ static int decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t 
                        const uint64_t *rows, uint32_t row_count, uint32_t width,
                        ms_stride_decoding *out) {
   memset(out, 0, sizeof *out);
-  ms_psnap_expr_init(&out->pattern);
+  ms_expr_init(&out->pattern);
   out->cls = MS_STRIDE_UNDESIGNATED;
   if (unique > 64 || width > 64 || (unique > 0 && row_count + 1 > unique))
-    return ms_psnap_expr_finish(&out->pattern, NULL, 0);
+    return ms_expr_finish(&out->pattern, NULL, 0);
   uint32_t items[256], item_count = 0, columns[64];
   uint64_t reduced[64];
   if (unique <= 1) {
     out->cls = MS_STRIDE_CONSTANT;
     out->pattern_count = unique;
-    if (unique == 0) return ms_psnap_expr_finish(&out->pattern, NULL, 0);
-    int64_t id = ms_psnap_expr_leaf(&out->pattern, strides[0], counts[0]);
+    if (unique == 0) return ms_expr_finish(&out->pattern, NULL, 0);
+    int64_t id = ms_expr_leaf(&out->pattern, strides[0], counts[0]);
     if (id < 0) return (int)id;
     items[0] = (uint32_t)id;
     out->reduced[0][0] = counts[0];
     out->repeat = 1;
-    return ms_psnap_expr_finish(&out->pattern, items, 1);
+    return ms_expr_finish(&out->pattern, items, 1);
   }
   /* Dominant lines (definition 1) before the last row. */
   uint32_t dominant[64], dominant_count = 0;
@@ -232,7 +232,7 @@ static int decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t 
     int rc =
         decode_complex(strides, rows, width, dominant, dominant_count + 1, counts, 0, width, out);
     if (rc == 0) {
-      ms_psnap_expr_free(&out->pattern);
+      ms_expr_free(&out->pattern);
       memset(out->reduced, 0, sizeof out->reduced);
       dominant[dominant_count] = row_count - 2;
       const uint64_t *master = rows + (size_t)(row_count - 1) * width;
@@ -240,10 +240,10 @@ static int decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t 
                           master[row_count - 1], row_count, out);
     }
     if (rc != 0) return rc < 0 ? rc : 0;
-    ms_psnap_expr_free(&out->pattern);
+    ms_expr_free(&out->pattern);
     memset(out->reduced, 0, sizeof out->reduced);
     out->cls = MS_STRIDE_UNDESIGNATED;
-    return ms_psnap_expr_finish(&out->pattern, NULL, 0);
+    return ms_expr_finish(&out->pattern, NULL, 0);
   }
   const uint64_t *last = rows + (size_t)(row_count - 1) * width;
   uint32_t count;
@@ -259,7 +259,7 @@ static int decode_rows(const int64_t *strides, const uint64_t *counts, uint32_t 
   for (uint32_t i = 0; i < row_count; i++) {
     columns[i] = i;
     reduced[i] = rows[(size_t)i * width + i];
-    if (reduced[i] == 0) return ms_psnap_expr_finish(&out->pattern, NULL, 0);
+    if (reduced[i] == 0) return ms_expr_finish(&out->pattern, NULL, 0);
   }
   columns[row_count] = row_count;
   reduced[row_count] = 1;
@@ -277,17 +277,17 @@ int ms_stride_history_decode_rows(const int64_t *strides, const uint64_t *counts
                                   ms_stride_decoding *out) {
   int rc = decode_rows(strides, counts, unique, rows, row_count, width, out);
   if (rc != MS_ERR_ARG) return rc;
-  ms_psnap_expr_free(&out->pattern);
+  ms_expr_free(&out->pattern);
   memset(out, 0, sizeof *out);
   out->cls = MS_STRIDE_UNDESIGNATED;
-  return ms_psnap_expr_finish(&out->pattern, NULL, 0);
+  return ms_expr_finish(&out->pattern, NULL, 0);
 }
 
 int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decoding *out) {
   if (history->overflowed) {
     memset(out, 0, sizeof *out);
     out->cls = MS_STRIDE_UNDESIGNATED;
-    return ms_psnap_expr_finish(&out->pattern, NULL, 0);
+    return ms_expr_finish(&out->pattern, NULL, 0);
   }
   return ms_stride_history_decode_rows(history->strides, history->counts, history->unique,
                                        history->rows, history->unique ? history->unique - 1 : 0,
@@ -295,5 +295,5 @@ int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decodin
 }
 
 void ms_stride_decoding_free(ms_stride_decoding *decoding) {
-  ms_psnap_expr_free(&decoding->pattern);
+  ms_expr_free(&decoding->pattern);
 }

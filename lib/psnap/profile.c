@@ -27,14 +27,14 @@
 
 void ms_psnap_profile_free(ms_psnap_profile *profile) {
   for (uint32_t i = 0; i < profile->site_count; i++) {
-    ms_psnap_expr_free(&profile->sites[i].pattern);
+    ms_expr_free(&profile->sites[i].pattern);
     free(profile->sites[i].addresses);
     free(profile->sites[i].histogram);
   }
   free(profile->sites);
   for (uint32_t t = 0; t < profile->thread_count; t++) {
     ms_psnap_thread_order *order = &profile->threads[t];
-    ms_psnap_expr_free(&order->order);
+    ms_expr_free(&order->order);
     free(order->transition_from);
     free(order->transition_to);
     free(order->transition_times);
@@ -56,10 +56,10 @@ int profile_ensure_histogram(ms_psnap_site *site) {
  * a single stride (or none) is constant, any other exact pattern a simple repeat, a site
  * without a pattern undesignated. */
 ms_stride_class profile_default_class(const ms_psnap_site *site) {
-  const ms_psnap_expr *e = &site->pattern;
+  const ms_expr *e = &site->pattern;
   if (site->lossy || site->addresses) return MS_STRIDE_UNDESIGNATED;
   if (!e->finished || e->nodes == NULL) return MS_STRIDE_CONSTANT;
-  const ms_psnap_node *root = &e->nodes[e->root];
+  const ms_expr_node *root = &e->nodes[e->root];
   if (root->count == 0) return MS_STRIDE_CONSTANT;
   if (root->count == 1 && e->nodes[e->children[root->first]].count == 0) return MS_STRIDE_CONSTANT;
   return MS_STRIDE_SIMPLE_REPEAT;

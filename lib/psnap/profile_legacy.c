@@ -13,7 +13,7 @@ int profile_legacy_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
   uint64_t line = 0, pc = 0, value;
   int rc = 0, have_count = 0, have_first = 0, stored = -1, have_pattern = 0, histograms = 0;
   site->cls = MS_STRIDE_UNDESIGNATED;
-  ms_psnap_expr_init(&site->pattern);
+  ms_expr_init(&site->pattern);
   site->size = 0;
   while (rc == 0 && profile_next_line(r)) {
     if (r->p == r->line) break; /* an unindented line starts the next block */
@@ -72,8 +72,8 @@ int profile_legacy_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
         rc = read_error(r, "stored is exact, lossy or lossless");
       if (rc == 0) rc = profile_read_end(r);
     } else if (profile_key_is(r, "pattern")) {
-      ms_psnap_expr_free(&site->pattern);
-      rc = ms_psnap_expr_parse(&site->pattern, r->p, (size_t)(r->end - r->p), MS_PSNAP_STRIDES,
+      ms_expr_free(&site->pattern);
+      rc = ms_expr_parse(&site->pattern, r->p, (size_t)(r->end - r->p), MS_EXPR_STRIDES,
                                r->name, r->number, (unsigned)(r->p - r->line) + 1);
       have_pattern = rc == 0;
     } else if (profile_key_is(r, "range")) {
@@ -110,7 +110,7 @@ int profile_legacy_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
     else if (stored == 2 && !site->addresses)
       rc = read_error(r, "lossless site %u has no addresses", id);
     else if (stored != 0 && !have_pattern)
-      rc = ms_psnap_expr_finish(&site->pattern, NULL, 0);
+      rc = ms_expr_finish(&site->pattern, NULL, 0);
   }
   if (rc == 0) {
     site->trace_site = id;
@@ -126,20 +126,20 @@ int profile_legacy_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
   int rc = 0, have_order = 0;
   uint32_t capacity = 0;
   unsigned order_line = r->number;
-  ms_psnap_expr_init(&order->order);
+  ms_expr_init(&order->order);
   while (rc == 0 && profile_next_line(r)) {
     if (r->p == r->line) break;
     if (profile_key_is(r, "accesses"))
       rc = profile_read_number_line(r, 10, &order->accesses);
     else if (profile_key_is(r, "order")) {
       order_line = r->number;
-      ms_psnap_expr_free(&order->order);
+      ms_expr_free(&order->order);
       order->lossy = 0;
       if (profile_key_is(r, "lossy")) {
         order->lossy = 1;
         rc = profile_read_end(r);
       } else
-        rc = ms_psnap_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_PSNAP_SITES,
+        rc = ms_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_EXPR_SITES,
                                  r->name, r->number, (unsigned)(r->p - r->line) + 1);
       have_order = rc == 0;
     } else if (profile_key_is(r, "start") && r->p < r->end && *r->p == 's') {

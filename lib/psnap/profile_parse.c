@@ -51,14 +51,14 @@ int profile_read_transition(reader *r, ms_psnap_thread_order *order, uint32_t *c
 int profile_check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsigned order_line) {
   ms_psnap_thread_order *order = &profile->threads[t];
   int rc = 0;
-  if (order->lossy && ms_psnap_expr_finish(&order->order, NULL, 0) < 0) return MS_ERR_NOMEM;
+  if (order->lossy && ms_expr_finish(&order->order, NULL, 0) < 0) return MS_ERR_NOMEM;
   /* Every site of the order exists, belongs to this thread, and is used `count` times. */
   uint64_t *uses = calloc(profile->site_count + 1, sizeof *uses);
   if (!uses) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (!order->lossy) {
-    rc = ms_psnap_expr_index_values(&order->order, profile->site_count);
+    rc = ms_expr_index_values(&order->order, profile->site_count);
     if (rc == 0) {
-      const ms_psnap_expr *e = &order->order;
+      const ms_expr *e = &order->order;
       for (uint32_t k = e->count_start[e->root]; k < e->count_start[e->root + 1]; k++)
         uses[e->count_value[k]] = e->count_times[k];
     }
@@ -254,7 +254,7 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   char *function = NULL, *file = NULL;
   uint64_t line = 0, pc = 0, value = 0;
   int rc = 0, stored = 0, histograms = 0, strides = 0, explicit_class = -1;
-  ms_psnap_expr_init(&site->pattern);
+  ms_expr_init(&site->pattern);
   if (r->p >= r->end || *r->p != 's')
     return read_error(r, "expected 's%u' (the header declares %u sites)", id, profile->site_count);
   r->p++;
@@ -310,8 +310,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   const char *pattern_end = r->p;
   while (pattern_end > pattern && pattern_end[-1] == ' ')
     pattern_end--;
-  rc = ms_psnap_expr_parse(&site->pattern, pattern, (size_t)(pattern_end - pattern),
-                           MS_PSNAP_STRIDES, r->name, r->number, (unsigned)(pattern - r->line) + 1);
+  rc = ms_expr_parse(&site->pattern, pattern, (size_t)(pattern_end - pattern),
+                           MS_EXPR_STRIDES, r->name, r->number, (unsigned)(pattern - r->line) + 1);
   if (rc < 0) return rc;
   if (r->p + 6 <= r->end && !memcmp(r->p, "class=", 6)) {
     r->p += 6;
@@ -393,7 +393,7 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
   unsigned order_line = r->number;
   uint64_t value;
   int rc;
-  ms_psnap_expr_init(&order->order);
+  ms_expr_init(&order->order);
   if (!profile_key_is(r, "thread")) return read_error(r, "expected 'thread %u'", t);
   if ((rc = profile_read_unsigned(r, 10, &value)) < 0) return rc;
   if (value != t) {
@@ -416,7 +416,7 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
       if (order->period_length == 0) return read_error(r, "period: 0 accesses");
     }
     if ((rc = profile_read_end(r)) < 0) return rc;
-  } else if ((rc = ms_psnap_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_PSNAP_SITES,
+  } else if ((rc = ms_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_EXPR_SITES,
                                        r->name, r->number, (unsigned)(r->p - r->line) + 1)) < 0)
     return rc;
   uint64_t period = 0;

@@ -87,7 +87,7 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
             site->alignment);
   else if (site->pattern.total) {
     fputc(' ', out);
-    rc = ms_psnap_expr_print(&site->pattern, MS_PSNAP_STRIDES, out);
+    rc = ms_expr_print(&site->pattern, MS_EXPR_STRIDES, out);
   }
   if (site->cls != profile_default_class(site))
     fprintf(out, " class=%s", ms_stride_class_name(site->cls));
@@ -174,7 +174,7 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
     fprintf(out, "thread %" PRIu32 " accesses %" PRIu64 " order", t, order->accesses);
     if (!order->lossy) {
       if (order->order.total) fputc(' ', out);
-      int rc = ms_psnap_expr_print(&order->order, MS_PSNAP_SITES, out);
+      int rc = ms_expr_print(&order->order, MS_EXPR_SITES, out);
       if (rc < 0) return rc;
       fputc('\n', out);
       continue;

@@ -36,7 +36,7 @@
 #define FLAT_MAX 64 /* most elements per iteration of a flat group */
 
 typedef struct replay_site {
-  ms_psnap_cursor strides;
+  ms_expr_cursor strides;
   uint64_t next_address;
   uint64_t position; /* accesses of this site emitted (or skipped) so far */
   int64_t stride;
@@ -75,7 +75,7 @@ typedef struct replay {
   uint64_t **weights;        /* per thread, per order node (exact orders) */
   uint64_t *thread_selected; /* per thread: selected accesses */
   uint32_t thread;           /* current thread */
-  ms_psnap_cursor order;
+  ms_expr_cursor order;
   int order_ready;
   uint32_t run_site;
   uint64_t run_left;
@@ -320,7 +320,7 @@ static void site_seek(replay *r, uint32_t id, uint64_t position) {
   }
   if (site->lossy || site->addresses) return;
   rs->next_address =
-      site->first_address + (uint64_t)ms_psnap_cursor_seek(&rs->strides, position, NULL);
+      site->first_address + (uint64_t)ms_expr_cursor_seek(&rs->strides, position, NULL);
 }
 
 static inline uint64_t site_next(replay *r, uint32_t id) {
@@ -344,7 +344,7 @@ static inline uint64_t site_next(replay *r, uint32_t id) {
   }
   uint64_t address = rs->next_address;
   if (rs->stride_left == 0)
-    rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+    rs->stride_left = ms_expr_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
   rs->next_address += (uint64_t)rs->stride;
   rs->stride_left--;
   return address;
@@ -373,7 +373,7 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
   size_t i = 0;
   while (i < n) {
     if (rs->stride_left == 0)
-      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+      rs->stride_left = ms_expr_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
     uint64_t k = rs->stride_left < n - i ? rs->stride_left : n - i;
     uint64_t address = rs->next_address, stride = (uint64_t)rs->stride;
     if (k > SEED_RECORDS)
@@ -395,7 +395,7 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
 
 /* The flat groups of an order (children all leaves, at most FLAT_MAX elements per
  * iteration, every site exact): their bodies, for emit_iterations. */
-static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
+static int index_flat_groups(replay *r, const ms_expr *e) {
   free(r->body_start), free(r->body_length), free(r->body_sites);
   r->body_start = malloc((e->node_count + 1) * sizeof *r->body_start);
   r->body_length = malloc((e->node_count + 1) * sizeof *r->body_length);
@@ -404,12 +404,12 @@ static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
   if (!r->body_start || !r->body_length || !r->body_sites)
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (uint32_t i = 0; i < e->node_count; i++) {
-    const ms_psnap_node *g = &e->nodes[i];
+    const ms_expr_node *g = &e->nodes[i];
     r->body_start[i] = -1;
     if (g->count == 0 || g->repeat < 2 || e->length[i] > FLAT_MAX) continue;
     int flat = 1;
     for (uint32_t c = 0; c < g->count && flat; c++) {
-      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      const ms_expr_node *leaf = &e->nodes[e->children[g->first + c]];
       const ms_psnap_site *site = leaf->count ? NULL : &r->profile.sites[leaf->value];
       flat = site && !site->lossy && !site->addresses && (!r->mask || r->mask[leaf->value]);
     }
@@ -422,7 +422,7 @@ static int index_flat_groups(replay *r, const ms_psnap_expr *e) {
     }
     r->body_start[i] = (int32_t)used;
     for (uint32_t c = 0; c < g->count; c++) {
-      const ms_psnap_node *leaf = &e->nodes[e->children[g->first + c]];
+      const ms_expr_node *leaf = &e->nodes[e->children[g->first + c]];
       for (uint64_t k = 0; k < leaf->repeat; k++)
         r->body_sites[used++] = (uint32_t)leaf->value;
     }
@@ -466,10 +466,10 @@ static int start_thread(replay *r, uint32_t t) {
   r->thread = t;
   r->run_left = 0;
   const ms_psnap_thread_order *order = &r->profile.threads[t];
-  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  if (r->order_ready) ms_expr_cursor_free(&r->order);
   r->order_ready = 0;
   if (!order->lossy) {
-    int rc = ms_psnap_cursor_init(&r->order, &order->order, 0);
+    int rc = ms_expr_cursor_init(&r->order, &order->order, 0);
     if (rc == 0) rc = index_flat_groups(r, &order->order);
     if (rc < 0) return rc;
     r->order_ready = 1;
@@ -535,7 +535,7 @@ static int next_run(replay *r) {
     const ms_psnap_thread_order *order = &r->profile.threads[r->thread];
     int64_t value;
     if (!order->lossy) {
-      uint64_t n = ms_psnap_cursor_run(&r->order, UINT64_MAX, &value);
+      uint64_t n = ms_expr_cursor_run(&r->order, UINT64_MAX, &value);
       if (n) {
         r->run_site = (uint32_t)value;
         r->run_left = n;
@@ -694,12 +694,12 @@ static void emit_body_any(ms_access *out, uint64_t *address, const uint64_t *ste
 
 /* The flat group at the top of the order when one of its iterations has just ended and
  * more are left: its frame, node, body and length (> 0); 0 when the order is elsewhere. */
-static int between_iterations(replay *r, ms_psnap_frame **top, const ms_psnap_node **group,
+static int between_iterations(replay *r, ms_expr_frame **top, const ms_expr_node **group,
                               const uint32_t **body, uint32_t *length) {
-  ms_psnap_cursor *c = &r->order;
+  ms_expr_cursor *c = &r->order;
   if (!r->order_ready || c->depth == 0 || c->leaf_left) return 0;
-  ms_psnap_frame *frame = &c->stack[c->depth - 1];
-  const ms_psnap_node *g = &c->expr->nodes[frame->node];
+  ms_expr_frame *frame = &c->stack[c->depth - 1];
+  const ms_expr_node *g = &c->expr->nodes[frame->node];
   int32_t start = r->body_start[frame->node];
   if (start < 0 || frame->child != g->count || frame->iteration + 1 >= g->repeat) return 0;
   *length = r->body_length[frame->node];
@@ -711,8 +711,8 @@ static int between_iterations(replay *r, ms_psnap_frame **top, const ms_psnap_no
 }
 
 static size_t emit_linear(replay *r, ms_access *out, size_t space) {
-  ms_psnap_frame *top;
-  const ms_psnap_node *g;
+  ms_expr_frame *top;
+  const ms_expr_node *g;
   const uint32_t *body;
   uint32_t length;
   if (!between_iterations(r, &top, &g, &body, &length)) return 0;
@@ -723,7 +723,7 @@ static size_t emit_linear(replay *r, ms_access *out, size_t space) {
   for (uint32_t j = 0; j < length && k; j++) {
     replay_site *rs = &r->sites[body[j]];
     if (rs->stride_left == 0)
-      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+      rs->stride_left = ms_expr_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
     /* m accesses need m - 1 strides of the run: the stride after the last one may be
      * the next run's (the last iteration of a row: stencils 2x faster with it) */
     uint64_t fits = rs->stride_left == UINT64_MAX ? UINT64_MAX
@@ -755,7 +755,7 @@ static size_t emit_linear(replay *r, ms_access *out, size_t space) {
       rs->stride_left -= emitted;
     } else { /* emitted == stride_left + 1: the run is used up; its successor follows */
       uint64_t last = rs->next_address + (emitted - 1) * (uint64_t)rs->stride;
-      rs->stride_left = ms_psnap_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
+      rs->stride_left = ms_expr_cursor_run(&rs->strides, UINT64_MAX, &rs->stride);
       rs->next_address = last + (uint64_t)rs->stride;
       rs->stride_left--;
     }
@@ -785,10 +785,10 @@ copy_rows(ms_access *out, const uint64_t *delta, size_t cycle, size_t distance, 
 /* Whether site rs has just finished an iteration of a group of its stride pattern with
  * more to come: *row receives the strides of one iteration, *rows the iterations left. */
 static int at_row_start(const replay_site *rs, uint64_t *row, uint64_t *rows) {
-  const ms_psnap_cursor *c = &rs->strides;
+  const ms_expr_cursor *c = &rs->strides;
   if (rs->stride_left || c->leaf_left || c->depth == 0) return 0;
-  const ms_psnap_frame *top = &c->stack[c->depth - 1];
-  const ms_psnap_node *g = &c->expr->nodes[top->node];
+  const ms_expr_frame *top = &c->stack[c->depth - 1];
+  const ms_expr_node *g = &c->expr->nodes[top->node];
   if (top->child != g->count || top->iteration + 1 >= g->repeat) return 0;
   *row = c->expr->length[top->node];
   *rows = g->repeat - top->iteration - 1;
@@ -805,8 +805,8 @@ static int at_row_start(const replay_site *rs, uint64_t *row, uint64_t *rows) {
  * 1-3% slower for the tries, within the noise of one run). Each check is made again after
  * the first row, which may end elsewhere than predicted. */
 static size_t emit_rows(replay *r, ms_access *out, size_t space) {
-  ms_psnap_frame *top;
-  const ms_psnap_node *g;
+  ms_expr_frame *top;
+  const ms_expr_node *g;
   const uint32_t *body;
   uint32_t length;
   if (!between_iterations(r, &top, &g, &body, &length)) return 0;
@@ -864,11 +864,11 @@ static size_t emit_iterations(replay *r, ms_access *out, size_t space) {
  * first, as the cursor's own step would (matmul 2210 -> 2412 M accesses/s, counting
  * consumer). A flat group that has iterations left is left to the cursor. */
 static int enter_flat_group(replay *r) {
-  ms_psnap_cursor *c = &r->order;
+  ms_expr_cursor *c = &r->order;
   if (!r->order_ready || c->leaf_left || c->depth == 0) return 0;
-  const ms_psnap_expr *e = c->expr;
-  ms_psnap_frame *top = &c->stack[c->depth - 1];
-  const ms_psnap_node *g = &e->nodes[top->node];
+  const ms_expr *e = c->expr;
+  ms_expr_frame *top = &c->stack[c->depth - 1];
+  const ms_expr_node *g = &e->nodes[top->node];
   while (top->child >= g->count) {
     if (top->iteration + 1 < g->repeat) {
       if (r->body_start[top->node] >= 0) return 0;
@@ -884,7 +884,7 @@ static int enter_flat_group(replay *r) {
   if (r->body_start[id] < 0) return 0;
   top->child++;
   c->stack[c->depth++] =
-      (ms_psnap_frame){.node = id, .child = e->nodes[id].count, .iteration = UINT64_MAX};
+      (ms_expr_frame){.node = id, .child = e->nodes[id].count, .iteration = UINT64_MAX};
   return 1;
 }
 
@@ -939,7 +939,7 @@ static int replay_seek(ms_source *source, uint64_t index) {
   uint64_t *positions = calloc(p->site_count ? p->site_count : 1, sizeof *positions);
   if (!positions) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (!order->lossy) {
-    ms_psnap_cursor_seek_weighted(&r->order, index, r->weights[t], positions);
+    ms_expr_cursor_seek_weighted(&r->order, index, r->weights[t], positions);
   } else {
     /* A lossy order is walked: count each site's uses up to the index-th selected one. */
     uint64_t seen = 0;
@@ -959,13 +959,13 @@ static int replay_seek(ms_source *source, uint64_t index) {
 static void replay_destroy(ms_source *source) {
   replay *r = (replay *)source;
   for (uint32_t s = 0; r->sites && s < r->profile.site_count; s++) {
-    ms_psnap_cursor_free(&r->sites[s].strides);
+    ms_expr_cursor_free(&r->sites[s].strides);
     free(r->sites[s].ring);
     free(r->sites[s].recent);
   }
   for (uint32_t t = 0; r->weights && t < r->profile.thread_count; t++)
     free(r->weights[t]);
-  if (r->order_ready) ms_psnap_cursor_free(&r->order);
+  if (r->order_ready) ms_expr_cursor_free(&r->order);
   free(r->weights);
   free(r->thread_selected);
   free(r->sites);
@@ -1005,7 +1005,7 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (uint32_t s = 0; s < p->site_count; s++) {
     r->mask[s] = options && options->site_mask ? options->site_mask[s] != 0 : 1;
-    int rc = ms_psnap_cursor_init(&r->sites[s].strides, &p->sites[s].pattern, 1);
+    int rc = ms_expr_cursor_init(&r->sites[s].strides, &p->sites[s].pattern, 1);
     if (rc < 0) return rc;
     r->sites[s].next_address = p->sites[s].first_address;
     if (p->sites[s].lossy && !p->sites[s].tied && p->sites[s].reuse_accesses &&
@@ -1022,10 +1022,10 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
     ms_psnap_thread_order *order = &p->threads[t];
     if (!order->lossy) {
       if (!order->order.count_start) {
-        int rc = ms_psnap_expr_index_values(&order->order, p->site_count);
+        int rc = ms_expr_index_values(&order->order, p->site_count);
         if (rc < 0) return rc;
       }
-      if (!(r->weights[t] = ms_psnap_expr_weights(&order->order, r->mask)))
+      if (!(r->weights[t] = ms_expr_weights(&order->order, r->mask)))
         return ms_error_set(MS_ERR_NOMEM, "out of memory");
     }
     total += r->thread_selected[t];

@@ -19,7 +19,7 @@ typedef struct thread_replay {
 /* A profile site's own sequence: exact sites step through their pattern, lossless ones read
  * their addresses; lossy sites (drawn from a histogram) are not compared this way. */
 typedef struct site_sequence {
-  ms_psnap_cursor strides;
+  ms_expr_cursor strides;
   int ready;
   uint64_t next_address, position, stride_left;
   int64_t stride;
@@ -91,7 +91,7 @@ static int build_site_keys(verify_state *v) {
     if (!site->lossy || site->addresses) {
       site_sequence *q = &v->sequences[s];
       if (!site->addresses) {
-        int rc = ms_psnap_cursor_init(&q->strides, &site->pattern, 1);
+        int rc = ms_expr_cursor_init(&q->strides, &site->pattern, 1);
         if (rc < 0) return rc;
       }
       q->ready = 1;
@@ -128,7 +128,7 @@ static void compare_own(verify_state *v, const ms_site_table *trace_sites, const
   } else {
     expected = q->next_address;
     if (q->stride_left == 0)
-      q->stride_left = ms_psnap_cursor_run(&q->strides, UINT64_MAX, &q->stride);
+      q->stride_left = ms_expr_cursor_run(&q->strides, UINT64_MAX, &q->stride);
     q->next_address += (uint64_t)q->stride;
     q->stride_left--;
   }
@@ -300,7 +300,7 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
   ms_psnap_filter_free(v.filter);
   for (uint32_t s = 0; v.sequences && s < profile->site_count; s++)
     if (v.sequences[s].ready && !profile->sites[s].addresses)
-      ms_psnap_cursor_free(&v.sequences[s].strides);
+      ms_expr_cursor_free(&v.sequences[s].strides);
   free(v.sequences);
   free(v.keys);
   if (rc < 0) ms_verify_result_free(out);

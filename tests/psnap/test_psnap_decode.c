@@ -19,7 +19,7 @@ static void decode(const int64_t *strides, const uint64_t *counts, uint32_t uniq
 }
 
 static void assert_pattern(const ms_stride_decoding *decoding, const char *expected) {
-  char *text = ms_psnap_expr_string(&decoding->pattern, MS_PSNAP_STRIDES);
+  char *text = ms_expr_string(&decoding->pattern, MS_EXPR_STRIDES);
   assert_non_null(text);
   assert_string_equal(text, expected);
   free(text);
@@ -121,19 +121,19 @@ static void check_sequence(const int64_t *sequence, size_t n, ms_stride_class ex
     assert_int_equal(ms_stride_history_add(&h, sequence[i]), 0);
   ms_stride_decoding d;
   assert_int_equal(ms_stride_history_decode(&h, &d), 0);
-  char *text = ms_psnap_expr_string(&d.pattern, MS_PSNAP_STRIDES);
+  char *text = ms_expr_string(&d.pattern, MS_EXPR_STRIDES);
   print_message("%s: %s\n", ms_stride_class_name(d.cls), text);
   free(text);
   assert_int_equal(d.cls, expected);
   if (expected != MS_STRIDE_UNDESIGNATED) {
-    ms_psnap_cursor c;
-    assert_int_equal(ms_psnap_cursor_init(&c, &d.pattern, 1), 0);
+    ms_expr_cursor c;
+    assert_int_equal(ms_expr_cursor_init(&c, &d.pattern, 1), 0);
     for (size_t i = 0; i < n; i++) {
       int64_t v;
-      assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 1);
+      assert_int_equal(ms_expr_cursor_run(&c, 1, &v), 1);
       assert_int_equal(v, sequence[i]);
     }
-    ms_psnap_cursor_free(&c);
+    ms_expr_cursor_free(&c);
   }
   ms_stride_decoding_free(&d);
   ms_stride_history_free(&h);

@@ -10,87 +10,86 @@
 #include <cmocka.h>
 
 #include "memsnap/error.h"
-#include "memsnap/fold.h"
+#include "memsnap/expr.h"
 #include "memsnap/psnap.h"
 
-static void round_trip(const char *text, ms_psnap_expr_kind kind) {
-  ms_psnap_expr e;
-  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), kind, "t", 1, 1), 0);
-  char *back = ms_psnap_expr_string(&e, kind);
+static void round_trip(const char *text, ms_expr_kind kind) {
+  ms_expr e;
+  assert_int_equal(ms_expr_parse(&e, text, strlen(text), kind, "t", 1, 1), 0);
+  char *back = ms_expr_string(&e, kind);
   assert_string_equal(back, text);
   free(back);
-  ms_psnap_expr_free(&e);
+  ms_expr_free(&e);
 }
 
 static void text_round_trip(void **state) {
   (void)state;
   round_trip("((+16^15 +48)^127 +16^15 -36816)^16384 (+16^15 +48)^127 +16^15 -18384",
-             MS_PSNAP_STRIDES);
-  round_trip("", MS_PSNAP_STRIDES);
-  round_trip("+0", MS_PSNAP_STRIDES);
-  round_trip("-9223372036854775808 +9223372036854775807", MS_PSNAP_STRIDES);
-  round_trip("s0 (s1 s2^3 (s4 s5)^2)^100000 s6", MS_PSNAP_SITES);
-  round_trip("(s1)", MS_PSNAP_SITES);
+             MS_EXPR_STRIDES);
+  round_trip("", MS_EXPR_STRIDES);
+  round_trip("+0", MS_EXPR_STRIDES);
+  round_trip("-9223372036854775808 +9223372036854775807", MS_EXPR_STRIDES);
+  round_trip("s0 (s1 s2^3 (s4 s5)^2)^100000 s6", MS_EXPR_SITES);
+  round_trip("(s1)", MS_EXPR_SITES);
   /* ranges of sites: three or more consecutive sites once each */
-  round_trip("s0..s22 (s23 s24)^1000 s25..s27 s22 s28 s29", MS_PSNAP_SITES);
-  round_trip("s3 s4 (s5..s9 s9..s11)^2 s10^2 s11 s12", MS_PSNAP_SITES);
+  round_trip("s0..s22 (s23 s24)^1000 s25..s27 s22 s28 s29", MS_EXPR_SITES);
+  round_trip("s3 s4 (s5..s9 s9..s11)^2 s10^2 s11 s12", MS_EXPR_SITES);
 }
 
 /* A range is its sites one by one: the same expansion, printed back as a range. */
 static void ranges_expand(void **state) {
   (void)state;
-  ms_psnap_expr a, b;
+  ms_expr a, b;
   const char *range = "s4 (s0..s3)^2 s5..s6";
   const char *plain = "s4 (s0 s1 s2 s3)^2 s5 s6";
-  assert_int_equal(ms_psnap_expr_parse(&a, range, strlen(range), MS_PSNAP_SITES, "t", 1, 1), 0);
-  assert_int_equal(ms_psnap_expr_parse(&b, plain, strlen(plain), MS_PSNAP_SITES, "t", 1, 1), 0);
+  assert_int_equal(ms_expr_parse(&a, range, strlen(range), MS_EXPR_SITES, "t", 1, 1), 0);
+  assert_int_equal(ms_expr_parse(&b, plain, strlen(plain), MS_EXPR_SITES, "t", 1, 1), 0);
   assert_int_equal(a.total, 11);
-  ms_psnap_cursor ca, cb;
-  assert_int_equal(ms_psnap_cursor_init(&ca, &a, 0), 0);
-  assert_int_equal(ms_psnap_cursor_init(&cb, &b, 0), 0);
+  ms_expr_cursor ca, cb;
+  assert_int_equal(ms_expr_cursor_init(&ca, &a, 0), 0);
+  assert_int_equal(ms_expr_cursor_init(&cb, &b, 0), 0);
   const int64_t want[] = {4, 0, 1, 2, 3, 0, 1, 2, 3, 5, 6};
   for (int i = 0; i < 11; i++) {
     int64_t x, y;
-    assert_int_equal(ms_psnap_cursor_run(&ca, 1, &x), 1);
-    assert_int_equal(ms_psnap_cursor_run(&cb, 1, &y), 1);
+    assert_int_equal(ms_expr_cursor_run(&ca, 1, &x), 1);
+    assert_int_equal(ms_expr_cursor_run(&cb, 1, &y), 1);
     assert_int_equal(x, want[i]);
     assert_int_equal(y, want[i]);
   }
   int64_t x;
-  assert_int_equal(ms_psnap_cursor_run(&ca, 1, &x), 0);
-  char *back = ms_psnap_expr_string(&b, MS_PSNAP_SITES);
+  assert_int_equal(ms_expr_cursor_run(&ca, 1, &x), 0);
+  char *back = ms_expr_string(&b, MS_EXPR_SITES);
   assert_string_equal(back, "s4 (s0..s3)^2 s5 s6");
   free(back);
-  ms_psnap_cursor_free(&ca), ms_psnap_cursor_free(&cb);
-  ms_psnap_expr_free(&a), ms_psnap_expr_free(&b);
+  ms_expr_cursor_free(&ca), ms_expr_cursor_free(&cb);
+  ms_expr_free(&a), ms_expr_free(&b);
 }
 
-static void expect_error(const char *text, ms_psnap_expr_kind kind, const char *where) {
-  ms_psnap_expr e;
-  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), kind, "p.psnap", 7, 10),
-                   MS_ERR_FORMAT);
+static void expect_error(const char *text, ms_expr_kind kind, const char *where) {
+  ms_expr e;
+  assert_int_equal(ms_expr_parse(&e, text, strlen(text), kind, "p.psnap", 7, 10), MS_ERR_FORMAT);
   if (!strstr(ms_error_message(), where)) fail_msg("'%s' lacks '%s'", ms_error_message(), where);
 }
 
 static void malformed(void **state) {
   (void)state;
-  expect_error("(+8 +16", MS_PSNAP_STRIDES, "p.psnap:7:10: unbalanced '('");
-  expect_error("+8 +16)", MS_PSNAP_STRIDES, "p.psnap:7:16: unbalanced ')'");
-  expect_error("+8^0", MS_PSNAP_STRIDES, "p.psnap:7:14");
-  expect_error("+8^99999999999999999999", MS_PSNAP_STRIDES, "overflows");
-  expect_error("(+8^4294967296)^4294967296", MS_PSNAP_STRIDES, "2^64");
-  expect_error("s1 x2", MS_PSNAP_SITES, "p.psnap:7:13");
-  expect_error("()", MS_PSNAP_SITES, "empty group");
-  expect_error("+8(+4)", MS_PSNAP_STRIDES, "blank");
-  expect_error("s0 s5..s2", MS_PSNAP_SITES, "p.psnap:7:17: a range sV..sW has V < W");
-  expect_error("s0..s3^2", MS_PSNAP_SITES, "p.psnap:7:16: a range takes no repeat");
-  expect_error("s0..", MS_PSNAP_SITES, "p.psnap:7:14: expected the last site");
-  expect_error("s0..s99999999", MS_PSNAP_SITES, "at most 2^24 apart");
-  expect_error("+8..+16", MS_PSNAP_STRIDES, "p.psnap:7:12");
+  expect_error("(+8 +16", MS_EXPR_STRIDES, "p.psnap:7:10: unbalanced '('");
+  expect_error("+8 +16)", MS_EXPR_STRIDES, "p.psnap:7:16: unbalanced ')'");
+  expect_error("+8^0", MS_EXPR_STRIDES, "p.psnap:7:14");
+  expect_error("+8^99999999999999999999", MS_EXPR_STRIDES, "overflows");
+  expect_error("(+8^4294967296)^4294967296", MS_EXPR_STRIDES, "2^64");
+  expect_error("s1 x2", MS_EXPR_SITES, "p.psnap:7:13");
+  expect_error("()", MS_EXPR_SITES, "empty group");
+  expect_error("+8(+4)", MS_EXPR_STRIDES, "blank");
+  expect_error("s0 s5..s2", MS_EXPR_SITES, "p.psnap:7:17: a range sV..sW has V < W");
+  expect_error("s0..s3^2", MS_EXPR_SITES, "p.psnap:7:16: a range takes no repeat");
+  expect_error("s0..", MS_EXPR_SITES, "p.psnap:7:14: expected the last site");
+  expect_error("s0..s99999999", MS_EXPR_SITES, "at most 2^24 apart");
+  expect_error("+8..+16", MS_EXPR_STRIDES, "p.psnap:7:12");
 }
 
-static int64_t *expand(const ms_psnap_expr *e, uint32_t node, int64_t *out) {
-  const ms_psnap_node *n = &e->nodes[node];
+static int64_t *expand(const ms_expr *e, uint32_t node, int64_t *out) {
+  const ms_expr_node *n = &e->nodes[node];
   for (uint64_t r = 0; r < n->repeat; r++) {
     if (n->count == 0) {
       *out++ = n->value;
@@ -105,36 +104,36 @@ static int64_t *expand(const ms_psnap_expr *e, uint32_t node, int64_t *out) {
 static void cursor_seeks(void **state) {
   (void)state;
   const char *text = "s0 ((s1 s2^3)^4 s3 (s0^2 s2)^3)^5 s1^2";
-  ms_psnap_expr e;
-  assert_int_equal(ms_psnap_expr_parse(&e, text, strlen(text), MS_PSNAP_SITES, "t", 1, 1), 0);
-  assert_int_equal(ms_psnap_expr_index_values(&e, 4), 0);
+  ms_expr e;
+  assert_int_equal(ms_expr_parse(&e, text, strlen(text), MS_EXPR_SITES, "t", 1, 1), 0);
+  assert_int_equal(ms_expr_index_values(&e, 4), 0);
   int64_t all[1000];
   size_t n = (size_t)(expand(&e, e.root, all) - all);
   assert_int_equal(n, e.total);
-  ms_psnap_cursor c;
-  assert_int_equal(ms_psnap_cursor_init(&c, &e, 0), 0);
+  ms_expr_cursor c;
+  assert_int_equal(ms_expr_cursor_init(&c, &e, 0), 0);
   for (size_t start = 0; start <= n; start++) {
     uint64_t counts[4] = {0}, expected_counts[4] = {0};
-    int64_t sum = ms_psnap_cursor_seek(&c, start, counts), expected_sum = 0;
+    int64_t sum = ms_expr_cursor_seek(&c, start, counts), expected_sum = 0;
     for (size_t i = 0; i < start; i++)
       expected_sum += all[i], expected_counts[all[i]]++;
     assert_int_equal(sum, expected_sum);
     assert_memory_equal(counts, expected_counts, sizeof counts);
     for (size_t i = start; i < n;) {
       int64_t v;
-      uint64_t run = ms_psnap_cursor_run(&c, 2, &v);
+      uint64_t run = ms_expr_cursor_run(&c, 2, &v);
       assert_true(run >= 1);
       for (uint64_t k = 0; k < run; k++)
         assert_int_equal(v, all[i++]);
     }
     int64_t v;
-    assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 0);
+    assert_int_equal(ms_expr_cursor_run(&c, 1, &v), 0);
   }
-  ms_psnap_cursor_free(&c);
+  ms_expr_cursor_free(&c);
   /* cyclic: seeking past the end wraps */
-  assert_int_equal(ms_psnap_cursor_init(&c, &e, 1), 0);
+  assert_int_equal(ms_expr_cursor_init(&c, &e, 1), 0);
   uint64_t counts[4] = {0};
-  int64_t sum = ms_psnap_cursor_seek(&c, 3 * n + 7, counts), expected = 0;
+  int64_t sum = ms_expr_cursor_seek(&c, 3 * n + 7, counts), expected = 0;
   for (size_t i = 0; i < 7; i++)
     expected += all[i];
   int64_t total = 0;
@@ -142,15 +141,57 @@ static void cursor_seeks(void **state) {
     total += all[i];
   assert_int_equal(sum, 3 * total + expected);
   int64_t v;
-  assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 1);
+  assert_int_equal(ms_expr_cursor_run(&c, 1, &v), 1);
   assert_int_equal(v, all[7]);
-  ms_psnap_cursor_free(&c);
-  ms_psnap_expr_free(&e);
+  ms_expr_cursor_free(&c);
+  ms_expr_free(&e);
+}
+
+/* An independent expansion of signed-value text with steps (a body is re-read for each
+ * iteration r of its group: `{V,S}` is V + r S and `^{C,S}` is C + r S) into out[*n...]. */
+static const char *expand_steps(const char *p, int64_t *out, uint64_t *n, int64_t r) {
+  for (;;) {
+    while (*p == ' ')
+      p++;
+    if (!*p || *p == ')') return p;
+    int64_t value = 0, value_step = 0;
+    const char *body = NULL;
+    if (*p == '(') {
+      body = p + 1;
+      int open = 1;
+      for (p++; open; p++)
+        open += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+    } else if (*p == '{') {
+      char *end;
+      value = strtoll(p + 1, &end, 10);
+      value_step = strtoll(end + 1, &end, 10);
+      p = end + 1;
+    } else {
+      char *end;
+      value = strtoll(p, &end, 10);
+      p = end;
+    }
+    int64_t count = 1, count_step = 0;
+    if (*p == '^') {
+      char *end;
+      int braced = p[1] == '{';
+      count = strtoll(p + 1 + braced, &end, 10);
+      if (braced) count_step = strtoll(end + 1, &end, 10), end++;
+      p = end;
+    }
+    count += count_step * r;
+    for (int64_t q = 0; q < count; q++) {
+      if (body)
+        expand_steps(body, out, n, q);
+      else
+        out[(*n)++] = (int64_t)((uint64_t)value + (uint64_t)value_step * (uint64_t)r);
+    }
+  }
 }
 
 /* Steps: the text round trips, and the expansion (read through a seeking cursor from
- * many starts) equals the one of lib/fold, the other implementation of the syntax. */
-static void steps_match_the_fold(void **state) {
+ * many starts, and by the bulk read) equals an independent expansion of the text. */
+static void steps_expand_as_written(void **state) {
   (void)state;
   const char *texts[] = {
       "((+48^4 -192)^{5,-1} +48^4 -184)^5 +48^4",
@@ -159,64 +200,59 @@ static void steps_match_the_fold(void **state) {
       "+3 (+1^{2,+3} (+5 -7)^{4,-1} {-9223372036854775808,-1})^4 -2",
   };
   for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
-    round_trip(texts[t], MS_PSNAP_STRIDES);
-    ms_psnap_expr e;
-    assert_int_equal(
-        ms_psnap_expr_parse(&e, texts[t], strlen(texts[t]), MS_PSNAP_STRIDES, "t", 1, 1), 0);
-    ms_fold *fold;
-    assert_int_equal(
-        ms_fold_parse(texts[t], strlen(texts[t]), ms_fold_parse_signed, NULL, &fold, NULL), MS_OK);
-    uint64_t n = ms_fold_length(fold);
+    round_trip(texts[t], MS_EXPR_STRIDES);
+    ms_expr e;
+    assert_int_equal(ms_expr_parse(&e, texts[t], strlen(texts[t]), MS_EXPR_STRIDES, "t", 1, 1), 0);
+    int64_t *expected = malloc(4096 * sizeof *expected);
+    uint64_t n = 0;
+    expand_steps(texts[t], expected, &n, 0);
     assert_int_equal(e.total, n);
-    int64_t *expected = malloc(n * sizeof *expected);
-    ms_fold_cursor *fc;
-    assert_int_equal(ms_fold_cursor_new(fold, &fc), MS_OK);
-    assert_int_equal(ms_fold_cursor_read(fc, expected, n), n);
-    ms_fold_cursor_free(fc);
-    ms_psnap_cursor c;
-    assert_int_equal(ms_psnap_cursor_init(&c, &e, 0), 0);
+    ms_expr_cursor c;
+    assert_int_equal(ms_expr_cursor_init(&c, &e, 0), 0);
+    int64_t *bulk = malloc((n + 1) * sizeof *bulk);
+    assert_int_equal(ms_expr_cursor_read(&c, bulk, n + 1), n);
+    assert_memory_equal(bulk, expected, n * sizeof *bulk);
+    free(bulk);
     for (uint64_t start = 0; start < n; start += 1 + start / 3) {
       /* The sum wraps (mod 2^64): the texts hold strides near INT64_MIN. */
-      uint64_t sum = (uint64_t)ms_psnap_cursor_seek(&c, start, NULL), expected_sum = 0;
+      uint64_t sum = (uint64_t)ms_expr_cursor_seek(&c, start, NULL), expected_sum = 0;
       for (uint64_t i = 0; i < start; i++)
         expected_sum += (uint64_t)expected[i];
       assert_int_equal(sum, expected_sum);
       for (uint64_t i = start; i < n; i++) {
         int64_t v;
-        assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 1);
+        assert_int_equal(ms_expr_cursor_run(&c, 1, &v), 1);
         assert_int_equal(v, expected[i]);
       }
       int64_t v;
-      assert_int_equal(ms_psnap_cursor_run(&c, 1, &v), 0);
+      assert_int_equal(ms_expr_cursor_run(&c, 1, &v), 0);
     }
-    ms_psnap_cursor_free(&c);
-    ms_psnap_expr copy;
-    assert_int_equal(ms_psnap_expr_copy(&copy, &e), 0);
-    char *a = ms_psnap_expr_string(&e, MS_PSNAP_STRIDES),
-         *b = ms_psnap_expr_string(&copy, MS_PSNAP_STRIDES);
+    ms_expr_cursor_free(&c);
+    ms_expr copy;
+    assert_int_equal(ms_expr_copy(&copy, &e), 0);
+    char *a = ms_expr_string(&e, MS_EXPR_STRIDES), *b = ms_expr_string(&copy, MS_EXPR_STRIDES);
     assert_string_equal(a, b);
     free(a), free(b);
-    ms_psnap_expr_free(&copy);
+    ms_expr_free(&copy);
     free(expected);
-    ms_fold_free(fold);
-    ms_psnap_expr_free(&e);
+    ms_expr_free(&e);
   }
-  round_trip("(s0 (s1 s2)^{9,-1} s3)^5 s0", MS_PSNAP_SITES);
-  expect_error("+8^{2,-1}", MS_PSNAP_STRIDES, "p.psnap:7:10: a step belongs");
-  expect_error("((+8^{2,-1})^2)^3", MS_PSNAP_STRIDES, "p.psnap:7:12: a step belongs");
-  expect_error("(+8 (+4)^{2,-1})^3 ", MS_PSNAP_STRIDES, "a step takes a repeat count below 1");
-  expect_error("(+8^{2,+0})^3", MS_PSNAP_STRIDES, "a step is not 0");
-  expect_error("({+8,2})^3", MS_PSNAP_STRIDES, "expected a signed step");
-  expect_error("({+8,+2)^3", MS_PSNAP_STRIDES, "expected '}'");
-  expect_error("(+8^{2})^3", MS_PSNAP_STRIDES, "expected ','");
-  expect_error("(+8^{1,+1})^4194305", MS_PSNAP_STRIDES, "unroll to more than");
+  round_trip("(s0 (s1 s2)^{9,-1} s3)^5 s0", MS_EXPR_SITES);
+  expect_error("+8^{2,-1}", MS_EXPR_STRIDES, "p.psnap:7:10: a step belongs");
+  expect_error("((+8^{2,-1})^2)^3", MS_EXPR_STRIDES, "p.psnap:7:12: a step belongs");
+  expect_error("(+8 (+4)^{2,-1})^3 ", MS_EXPR_STRIDES, "a step takes a repeat count below 1");
+  expect_error("(+8^{2,+0})^3", MS_EXPR_STRIDES, "a step is not 0");
+  expect_error("({+8,2})^3", MS_EXPR_STRIDES, "expected a signed step");
+  expect_error("({+8,+2)^3", MS_EXPR_STRIDES, "expected '}'");
+  expect_error("(+8^{2})^3", MS_EXPR_STRIDES, "expected ','");
+  expect_error("(+8^{1,+1})^4194305", MS_EXPR_STRIDES, "unroll to more than");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(text_round_trip),      cmocka_unit_test(malformed),
-      cmocka_unit_test(ranges_expand),        cmocka_unit_test(cursor_seeks),
-      cmocka_unit_test(steps_match_the_fold),
+      cmocka_unit_test(text_round_trip),         cmocka_unit_test(malformed),
+      cmocka_unit_test(ranges_expand),           cmocka_unit_test(cursor_seeks),
+      cmocka_unit_test(steps_expand_as_written),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
