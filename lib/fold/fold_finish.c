@@ -90,7 +90,11 @@ static int sequence_nodes(const ms_fold *fold, uint32_t sequence, ms_expr *expr,
       free(ids);
       return (int)id;
     }
-    ms_expr_set_steps(expr, (uint32_t)id, steps.value_step, steps.count_step);
+    int rc = ms_expr_set_steps(expr, (uint32_t)id, steps.value_step, steps.count_step);
+    if (rc < 0) {
+      free(ids);
+      return rc;
+    }
     ids[i] = (uint32_t)id;
   }
   *nodes = ids;
