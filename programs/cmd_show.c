@@ -56,11 +56,11 @@ static const show_format *format_of(const char *path) {
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap show SIGNATURE.sig [--json]\n"
               "       memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE |"
-              " --all]\n"
+              " --all] [--json]\n"
               "  a readable summary of a memsnap file; kinds recognized by their first line:\n");
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
     fprintf(to, "    %s\n", formats[i].name);
-  fprintf(to, "  --json                .sig: the file's content as JSON\n"
+  fprintf(to, "  --json                the file's content as JSON\n"
               "  -s, --site N          .psnap: show site N in full\n"
               "  -f, --function NAME   .psnap: show the sites of a function in full\n"
               "  -l, --line FILE:LINE  .psnap: show the sites of a source line in full\n"

@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ static void usage(FILE *to) {
           "                       narrower widths (default 0.002)\n"
           "  --iterations N       block-phase iterations at most (default 5)\n"
           "  --improvement X      stop when an iteration improves less (default 0.0005)\n"
-          "  --report FILE        write what was achieved to FILE (default standard output)\n");
+          "  --report FILE        write what was achieved to FILE (default standard output)\n"
+          "  --json               the report as a JSON object\n");
 }
 
 static int parse_rate(const char *command, const char *option, const char *text, double *out) {
@@ -54,6 +56,7 @@ typedef struct synth_options {
   ms_synth_config config;
   const char *output, *hand, *report;
   uint64_t bin, footprint, width, word;
+  int json;
 } synth_options;
 
 static int parse_options(int argc, char **argv, synth_options *o) {
@@ -73,6 +76,7 @@ static int parse_options(int argc, char **argv, synth_options *o) {
                                                {"iterations", required_argument, NULL, 'i'},
                                                {"improvement", required_argument, NULL, 'I'},
                                                {"report", required_argument, NULL, 'R'},
+                                               {"json", no_argument, NULL, 'j'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -86,6 +90,7 @@ static int parse_options(int argc, char **argv, synth_options *o) {
     case 'u': o->config.unique = 1; continue;
     case 'H': o->hand = optarg; continue;
     case 'R': o->report = optarg; continue;
+    case 'j': o->json = 1; continue;
     case 's': target = &o->config.seed; break;
     case 'b': target = &o->bin; break;
     case 'f': target = &o->footprint; break;
@@ -123,6 +128,37 @@ static int parse_options(int argc, char **argv, synth_options *o) {
   return -1;
 }
 
+/* Commits the report, or removes it when a write failed; the exit status. */
+static int finish_report(const char *command, ms_output *report) {
+  if (ferror(report->file)) {
+    ms_output_abort(report);
+    cli_error(command, "cannot write the report");
+    return 1;
+  }
+  return ms_output_commit(report) < 0 ? cli_fail(command) : 0;
+}
+
+static void write_json(FILE *out, const char *path, const ms_seed *seed) {
+  json_object *root = json_object_new_object();
+  json_object_object_add(root, "seed", json_object_new_string(path));
+  json_object_object_add(root, "references", json_object_new_int64((int64_t)seed->length));
+  json_object_object_add(root, "blocks", json_object_new_int64((int64_t)seed->unique_blocks));
+  json_object_object_add(root, "working_set", json_object_new_int64((int64_t)seed->working_set));
+  json_object_object_add(root, "min_replications",
+                         json_object_new_int64((int64_t)seed->min_replications));
+  json_object_object_add(root, "iterations", json_object_new_int(seed->iterations));
+  json_object_object_add(root, "cdf_error_mean", json_object_new_double(seed->mean_error));
+  json_object_object_add(root, "cdf_error_max", json_object_new_double(seed->max_error));
+  json_object_object_add(root, "alpha_error", json_object_new_double(seed->alpha_error));
+  json_object_object_add(root, "unique", json_object_new_boolean(seed->unique));
+  json_object_object_add(root, "width_error",
+                         seed->width_error >= 0 ? json_object_new_double(seed->width_error) : NULL);
+  fprintf(out, "%s\n",
+          json_object_to_json_string_ext(root,
+                                         JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put(root);
+}
+
 int cmd_synth(int argc, char **argv) {
   synth_options o = {.width = 512, .word = 4};
   ms_synth_config_default(&o.config);
@@ -157,6 +193,9 @@ int cmd_synth(int argc, char **argv) {
     status = rc == MS_ERR_ARG ? (cli_fail(argv[0]), 2) : cli_fail(argv[0]);
   } else if (ms_output_open(&report, o.report ? o.report : "-") < 0) {
     status = cli_fail(argv[0]);
+  } else if (o.json) {
+    write_json(report.file, o.output, seed);
+    status = finish_report(argv[0], &report);
   } else {
     fprintf(report.file,
             "seed %s: %" PRIu64 " references, %" PRIu64 " blocks (working set %" PRIu64
@@ -175,13 +214,7 @@ int cmd_synth(int argc, char **argv) {
               "--widths), so the words follow the alphas alone: expect the seed's surface "
               "to differ from the program's by a few %% at widths below %u bytes\n",
               seed->width);
-    if (ferror(report.file)) {
-      ms_output_abort(&report);
-      cli_error(argv[0], "cannot write the report");
-      status = 1;
-    } else {
-      status = ms_output_commit(&report) < 0 ? cli_fail(argv[0]) : 0;
-    }
+    status = finish_report(argv[0], &report);
   }
   ms_seed_free(seed);
   ms_signature_free(signature);

@@ -16,11 +16,14 @@
 #include "memsnap/psnap.h"
 
 static void usage(FILE *to) {
-  fprintf(to, "usage: memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE]\n"
-              "  -s, --site N          show site N in full\n"
-              "  -f, --function NAME   show the sites of a function in full\n"
-              "  -l, --line FILE:LINE  show the sites of a source line in full\n"
-              "  -a, --all             list every site (default: the 40 heaviest)\n");
+  fprintf(
+      to,
+      "usage: memsnap show PROFILE.psnap [--site N | --function F | --line FILE:LINE] [--json]\n"
+      "  -s, --site N          show site N in full\n"
+      "  -f, --function NAME   show the sites of a function in full\n"
+      "  -l, --line FILE:LINE  show the sites of a source line in full\n"
+      "  -a, --all             list every site (default: the 40 heaviest)\n"
+      "  --json                the profile as JSON: every site (or those selected)\n");
 }
 
 /* 1 if the file starts with the zstd magic (the profile was read through zstd). */
@@ -113,12 +116,15 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
 }
 
 int show_profile(int argc, char **argv) {
-  static const struct option options[] = {
-      {"site", required_argument, NULL, 's'}, {"function", required_argument, NULL, 'f'},
-      {"line", required_argument, NULL, 'l'}, {"all", no_argument, NULL, 'a'},
-      {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"site", required_argument, NULL, 's'},
+                                          {"function", required_argument, NULL, 'f'},
+                                          {"line", required_argument, NULL, 'l'},
+                                          {"all", no_argument, NULL, 'a'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   const char *site_text = NULL, *function = NULL, *line = NULL;
-  int all = 0, c;
+  int all = 0, json = 0, c;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":s:f:l:ah", options, NULL)) != -1) {
@@ -127,6 +133,7 @@ int show_profile(int argc, char **argv) {
     case 'f': function = optarg; break;
     case 'l': line = optarg; break;
     case 'a': all = 1; break;
+    case 'j': json = 1; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
     }
@@ -162,6 +169,10 @@ int show_profile(int argc, char **argv) {
   if ((function || line) && ms_psnap_select(&p, function, line, mask) == 0) {
     cli_error(argv[0], "no site of %s in %s", function ? function : line, inputs.paths[0]);
     status = 1;
+    goto done;
+  }
+  if (json) {
+    if (ms_psnap_profile_write_json(&p, selecting ? mask : NULL, stdout) < 0) status = 1;
     goto done;
   }
   printf("profile %s%s\n", inputs.paths[0],

@@ -183,6 +183,11 @@ typedef struct ms_psnap_lossy_summary {
 } ms_psnap_lossy_summary;
 MS_API void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summary *out);
 MS_API int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out);
+/* The profile as a JSON report (what `memsnap show --json` prints): program, accesses,
+ * selection, what is lossy, the sites of `mask` (NULL: all) with their patterns or lossy
+ * models, and each thread's order. */
+MS_API int ms_psnap_profile_write_json(const ms_psnap_profile *profile, const uint8_t *mask,
+                                       FILE *out);
 /* The same text through zstd (level 19), one frame. */
 MS_API int ms_psnap_profile_write_compressed(const ms_psnap_profile *profile, FILE *out);
 /* Writes atomically (temporary name, then rename); "-" is standard output. Compressed

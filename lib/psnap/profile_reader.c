@@ -122,7 +122,7 @@ int profile_scan_quoted(reader *r, char **out) {
 
 /* A quoted string that ends the line. */
 int profile_read_quoted(reader *r, char **out) {
-  char *text;
+  char *text = NULL;
   int rc = profile_scan_quoted(r, &text);
   if (rc < 0) return rc;
   rc = profile_read_end(r);

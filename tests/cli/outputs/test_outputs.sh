@@ -103,6 +103,9 @@ file low.psnap low.psnap
 run profile-stdout $m profile --lossless --order-periods 4 w.mtr
 run info-psnap $m info --json p.psnap
 run show-site $m show p.psnap --site 4
+run show-json $m show lossy.psnap --json
+run show-json-site $m show p.psnap --json --site 1
+run synth-json $m synth --hand random --width 256 --word 8 --json -o hand.mtr
 run recover $m recover w.mtr -o rec.mtr
 run recover-dump $m dump rec.mtr --limit 10
 run bad-option $m sim --bogus w.mtr
