@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../core/cpu.h"
 #include "../core/jobs.h"
 #include "cache_internal.h"
 #include "memsnap/error.h"
@@ -293,7 +294,7 @@ static int place_hierarchy(ms_hierarchy_set *set, ms_hierarchy *hierarchy) {
 cache_run_level_fn cache_pick_run_level(void) {
 #ifdef MEMSNAP_HAVE_LEVEL_RUN_AVX2
   const char *simd = getenv("MEMSNAP_SIMD");
-  if (!(simd && strcmp(simd, "0") == 0) && __builtin_cpu_supports("avx2"))
+  if (!(simd && strcmp(simd, "0") == 0) && (cpu_features() & CPU_AVX2))
     return cache_run_level_avx2;
 #endif
   return cache_run_level;

@@ -25,7 +25,7 @@
  *   to the walk histograms every 512 keys (an increment in the loop, its address known
  *   late, stalled the loads after it). The loop is compiled twice (POPCNT where the CPU has
  *   it) plus a variant with BMI2 that gathers the walk's mask with PEXT and walks a 7-level
- *   tree's two words at once in SSE2 registers, taken where __builtin_cpu_supports says so
+ *   tree's two words at once in SSE2 registers, taken where the CPU has them (lib/core/cpu.h)
  *   (not on AMD Zen 1/2, whose PEXT is microcode; the bench machine is a Zen 3). Records
  *   are prefetched PREFETCH_AHEAD accesses ahead when the previous batch left the window for
  *   more than 1 access in 8 (even matmul, whose ~300 records fit in L2, is faster with it).
@@ -45,13 +45,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cpu.h"
 #include "memsnap/error.h"
 #include "memsnap/signature.h"
 #include "signature_internal.h"
 #include "signature_stack.h"
 
 /* The whole-program loop has a variant for x86-64 CPUs with BMI2 and POPCNT (chosen per batch
- * with __builtin_cpu_supports) where a walk's outcome is gathered with PEXT; not on AMD Zen 1
+ * with lib/core/cpu.h) where a walk's outcome is gathered with PEXT; not on AMD Zen 1
  * and 2, whose PEXT is microcode. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target)
@@ -706,11 +707,7 @@ static FAST_TARGET int add_whole_fast(ms_signature_model *model, const ms_access
                   : add_hist(model, accesses, count, 0, 0, 1);
 }
 
-static int fast_cpu(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt") &&
-         !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
-}
+static int fast_cpu(void) { return (cpu_features() & CPU_FAST_PEXT) != 0; }
 #endif
 
 int sig_loop_add(ms_signature_model *model, const ms_access *accesses, size_t count) {

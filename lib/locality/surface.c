@@ -74,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/cpu.h"
 #include "../core/jobs.h"
 #include "memsnap/error.h"
 #include "memsnap/number.h"
@@ -292,9 +293,8 @@ static int pass_supported(const ms_surface_builder *b, surface_pass pass) {
   if (pass == SURFACE_PASS_SCALAR) return 1;
   if (b->config.width_count > 8) return 0;
 #ifdef SURFACE_AVX2
-  if (pass == SURFACE_PASS_AVX2) return __builtin_cpu_supports("avx2");
-  if (pass == SURFACE_PASS_AVX512)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  if (pass == SURFACE_PASS_AVX2) return (cpu_features() & CPU_AVX2) != 0;
+  if (pass == SURFACE_PASS_AVX512) return (cpu_features() & CPU_AVX512) != 0;
 #endif
   return 0;
 }
