@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "id_index.h"
 #include "memsnap/error.h"
 
 struct ms_site_table {
   ms_site *sites;
   uint32_t count, capacity;
-  int64_t *slots; /* hash of pc -> id, -1 empty */
-  uint32_t slot_count;
+  id_index by_pc; /* pc -> the first id with it */
   char **objects; /* interned object paths */
   uint32_t object_count;
 };
@@ -37,7 +37,7 @@ void ms_site_table_free(ms_site_table *table) {
     free(table->objects[i]);
   free(table->objects);
   free(table->sites);
-  free(table->slots);
+  id_index_free(&table->by_pc);
   free(table);
 }
 
@@ -47,37 +47,23 @@ const ms_site *ms_site_table_get(const ms_site_table *table, uint32_t id) {
   return id < table->count ? &table->sites[id] : NULL;
 }
 
-static inline uint32_t hash_pc(uint64_t pc, uint32_t slot_count) {
-  return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32) & (slot_count - 1);
+typedef struct pc_key {
+  const ms_site_table *table;
+  uint64_t pc;
+} pc_key;
+
+static int same_pc(const void *context, uint32_t id) {
+  const pc_key *key = context;
+  return key->table->sites[id].pc == key->pc;
 }
 
-static int rehash(ms_site_table *table, uint32_t slot_count) {
-  int64_t *slots = malloc(slot_count * sizeof *slots);
-  if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
-  for (uint32_t i = 0; i < slot_count; i++)
-    slots[i] = -1;
-  for (uint32_t id = 0; id < table->count; id++) {
-    uint32_t s = hash_pc(table->sites[id].pc, slot_count);
-    while (slots[s] >= 0) {
-      if (table->sites[slots[s]].pc == table->sites[id].pc) goto next; /* keep the first */
-      s = (s + 1) & (slot_count - 1);
-    }
-    slots[s] = id;
-  next:;
-  }
-  free(table->slots);
-  table->slots = slots;
-  table->slot_count = slot_count;
-  return MS_OK;
+static uint64_t hash_of_site(const void *context, uint32_t id) {
+  return id_index_hash(((const ms_site_table *)context)->sites[id].pc);
 }
 
 int64_t ms_site_table_find(const ms_site_table *table, uint64_t pc) {
-  if (!table->slot_count) return -1;
-  for (uint32_t s = hash_pc(pc, table->slot_count);; s = (s + 1) & (table->slot_count - 1)) {
-    int64_t id = table->slots[s];
-    if (id < 0) return -1;
-    if (table->sites[id].pc == pc) return id;
-  }
+  pc_key key = {table, pc};
+  return id_index_find(&table->by_pc, id_index_hash(pc), same_pc, &key);
 }
 
 static const char *intern_object(ms_site_table *table, const char *object) {
@@ -117,19 +103,12 @@ int64_t ms_site_table_add(ms_site_table *table, uint64_t pc, const char *object,
     return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
   }
   uint32_t id = table->count++;
-  if (2 * table->count > table->slot_count) {
-    int rc = rehash(table, table->slot_count ? table->slot_count * 2 : 128);
-    if (rc < 0) {
-      table->count--;
-      return rc;
-    }
-  } else {
-    uint32_t s = hash_pc(pc, table->slot_count);
-    while (table->slots[s] >= 0) {
-      if (table->sites[table->slots[s]].pc == pc) return id; /* an earlier id keeps the slot */
-      s = (s + 1) & (table->slot_count - 1);
-    }
-    table->slots[s] = id;
+  int rc = id_index_add(&table->by_pc, id_index_hash(pc), id, table->count, hash_of_site, table);
+  if (rc < 0) {
+    free((char *)site->function);
+    free((char *)site->file);
+    table->count--;
+    return rc;
   }
   return id;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/id_index.h"
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
 #include "memsnap/psnap.h"
@@ -141,8 +142,7 @@ typedef struct builder {
   ms_psnap_options options;
   site_state *sites;
   uint32_t site_count, site_capacity;
-  uint32_t *table; /* open addressing, site index + 1 */
-  uint32_t table_capacity;
+  id_index by_key; /* site key -> site */
   thread_state *threads;
   uint32_t thread_count;
   ms_psnap_filter *filter; /* from the first batch on */
@@ -189,13 +189,6 @@ void ms_psnap_options_preset(ms_psnap_options *options, int fidelity) {
   options->order_periods = options->lossless ? 512 : 1;
 }
 
-static uint64_t hash64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
-
 static int new_fold(uint64_t cap, uint32_t window, ms_fold **out) {
   ms_fold_options options = ms_fold_options_default();
   options.max_nodes = cap;
@@ -203,20 +196,18 @@ static int new_fold(uint64_t cap, uint32_t window, ms_fold **out) {
   return ms_fold_new(&options, out);
 }
 
-static int grow_table(builder *b) {
-  uint32_t capacity = b->table_capacity ? b->table_capacity * 2 : 1024;
-  uint32_t *table = calloc(capacity, sizeof *table);
-  if (!table) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  for (uint32_t i = 0; i < b->site_count; i++) {
-    uint32_t slot = (uint32_t)hash64(b->sites[i].key) & (capacity - 1);
-    while (table[slot])
-      slot = (slot + 1) & (capacity - 1);
-    table[slot] = i + 1;
-  }
-  free(b->table);
-  b->table = table;
-  b->table_capacity = capacity;
-  return 0;
+typedef struct site_lookup {
+  const builder *b;
+  uint64_t key;
+} site_lookup;
+
+static int same_site(const void *context, uint32_t id) {
+  const site_lookup *l = context;
+  return l->b->sites[id].key == l->key;
+}
+
+static uint64_t hash_of_site(const void *context, uint32_t id) {
+  return id_index_hash(((const builder *)context)->sites[id].key);
 }
 
 static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out) {
@@ -226,10 +217,6 @@ static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out)
     if (!sites) return ms_error_set(MS_ERR_NOMEM, "out of memory");
     b->sites = sites;
     b->site_capacity = capacity;
-  }
-  if (2 * (b->site_count + 1) > b->table_capacity) {
-    int rc = grow_table(b);
-    if (rc < 0) return rc;
   }
   site_state *s = &b->sites[b->site_count];
   memset(s, 0, sizeof *s);
@@ -248,10 +235,13 @@ static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out)
     free(s->sample_position);
     return rc;
   }
-  uint32_t slot = (uint32_t)hash64(key) & (b->table_capacity - 1);
-  while (b->table[slot])
-    slot = (slot + 1) & (b->table_capacity - 1);
-  b->table[slot] = b->site_count + 1;
+  rc = id_index_add(&b->by_key, id_index_hash(key), b->site_count, b->site_count + 1, hash_of_site,
+                    b);
+  if (rc < 0) {
+    ms_stride_history_free(&s->history);
+    ms_fold_free(s->fold);
+    return rc;
+  }
   *out = b->site_count++;
   return 0;
 }
@@ -263,19 +253,10 @@ static int find_site(builder *b, const ms_access *a, uint32_t *out) {
     *out = b->cached_site;
     return 0;
   }
-  uint32_t found = 0;
-  if (b->table_capacity) {
-    uint32_t slot = (uint32_t)hash64(key) & (b->table_capacity - 1);
-    while (b->table[slot]) {
-      if (b->sites[b->table[slot] - 1].key == key) {
-        found = b->table[slot];
-        break;
-      }
-      slot = (slot + 1) & (b->table_capacity - 1);
-    }
-  }
-  if (found)
-    *out = found - 1;
+  site_lookup lookup = {b, key};
+  int64_t found = id_index_find(&b->by_key, id_index_hash(key), same_site, &lookup);
+  if (found >= 0)
+    *out = (uint32_t)found;
   else {
     int rc = add_site(b, key, a, out);
     if (rc < 0) return rc;
@@ -460,7 +441,7 @@ static int count_stride(site_state *s, int64_t stride, int *frequent) {
 
 static uint32_t transition_slot(const transition *table, uint32_t capacity, uint64_t key,
                                 uint32_t period) {
-  uint32_t slot = (uint32_t)hash64(key ^ (uint64_t)period << 48) & (capacity - 1);
+  uint32_t slot = (uint32_t)id_index_hash(key ^ (uint64_t)period << 48) & (capacity - 1);
   while (table[slot].key && (table[slot].key != key || table[slot].period != period))
     slot = (slot + 1) & (capacity - 1);
   return slot;
@@ -591,7 +572,7 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
   if (b->sites[site].tops) {
     if (!t->seen && !(t->seen = calloc(SEEN_SLOTS, sizeof *t->seen)))
       return ms_error_set(MS_ERR_NOMEM, "out of memory");
-    seen_access *seen = &t->seen[hash64(address) & (SEEN_SLOTS - 1)];
+    seen_access *seen = &t->seen[id_index_hash(address) & (SEEN_SLOTS - 1)];
     if (t->accesses)
       observe_tie(b, site, address, t, seen->address == address + 1 ? seen->site : NONE_SITE);
     seen->address = address + 1;
@@ -1005,7 +986,7 @@ static void builder_destroy(ms_sink *sink) {
     free(b->threads[t].transitions);
   }
   free(b->sites);
-  free(b->table);
+  id_index_free(&b->by_key);
   free(b->threads);
   free(b->scratch_addresses);
   free(b->scratch_reuse);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/id_index.h"
 #include "memsnap/error.h"
 #include "memsnap/sites.h"
 
@@ -25,10 +26,10 @@ typedef struct site_sequence {
   int64_t stride;
 } site_sequence;
 
-/* (pc, thread, kind, size) -> profile site, open addressing; rest 0 is empty. */
+/* A profile site's key: its instruction address and rest = thread << 16 | kind << 8 |
+ * size. */
 typedef struct site_key {
-  uint64_t pc, rest; /* rest: thread << 16 | kind << 8 | size, plus 1 << 40 when used */
-  uint32_t site;
+  uint64_t pc, rest;
 } site_key;
 
 typedef struct verify_state {
@@ -36,8 +37,8 @@ typedef struct verify_state {
   ms_psnap_profile *profile;
   thread_replay *threads;
   site_sequence *sequences;
-  site_key *keys;
-  uint32_t key_mask;
+  site_key *keys;  /* per profile site */
+  id_index by_key; /* site_key -> profile site */
   uint64_t index;
   ms_psnap_filter *filter; /* the profile's selection, applied to the trace */
 } verify_state;
@@ -63,35 +64,44 @@ static const char *ordinal_suffix(uint64_t n) {
 }
 
 static uint64_t key_hash(uint64_t pc, uint64_t rest) {
-  uint64_t x = pc * 0x9e3779b97f4a7c15ULL ^ rest * 0xbf58476d1ce4e5b9ULL;
-  return x ^ x >> 29;
+  return id_index_hash(pc * 0x9e3779b97f4a7c15ULL ^ rest * 0xbf58476d1ce4e5b9ULL);
 }
 
 static uint64_t key_rest(uint32_t thread, unsigned kind, unsigned size) {
-  return (uint64_t)1 << 40 | (uint64_t)thread << 16 | (uint64_t)kind << 8 | size;
+  return (uint64_t)thread << 16 | (uint64_t)kind << 8 | size;
+}
+
+typedef struct key_lookup {
+  const verify_state *v;
+  site_key key;
+} key_lookup;
+
+static int same_key(const void *context, uint32_t site) {
+  const key_lookup *l = context;
+  return l->v->keys[site].pc == l->key.pc && l->v->keys[site].rest == l->key.rest;
+}
+
+static uint64_t hash_of_key(const void *context, uint32_t site) {
+  const verify_state *v = context;
+  return key_hash(v->keys[site].pc, v->keys[site].rest);
 }
 
 static int build_site_keys(verify_state *v) {
   const ms_psnap_profile *p = v->profile;
-  uint32_t capacity = 16;
-  while (capacity < 2 * (uint64_t)p->site_count + 2)
-    capacity *= 2;
-  v->keys = calloc(capacity, sizeof *v->keys);
+  v->keys = calloc(p->site_count + 1, sizeof *v->keys);
   v->sequences = calloc(p->site_count + 1, sizeof *v->sequences);
   if (!v->keys || !v->sequences) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  v->key_mask = capacity - 1;
   for (uint32_t s = 0; s < p->site_count; s++) {
     const ms_psnap_site *site = &p->sites[s];
     const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
-    uint64_t pc = where ? where->pc : 0, rest = key_rest(site->thread, site->kind, site->size);
-    uint64_t j = key_hash(pc, rest) & v->key_mask;
-    while (v->keys[j].rest && !(v->keys[j].pc == pc && v->keys[j].rest == rest))
-      j = (j + 1) & v->key_mask;
-    v->keys[j] = (site_key){pc, rest, s};
+    v->keys[s] = (site_key){where ? where->pc : 0, key_rest(site->thread, site->kind, site->size)};
+    int rc = id_index_add(&v->by_key, key_hash(v->keys[s].pc, v->keys[s].rest), s, s + 1,
+                          hash_of_key, v);
+    if (rc < 0) return rc;
     if (!site->lossy || site->addresses) {
       site_sequence *q = &v->sequences[s];
       if (!site->addresses) {
-        int rc = ms_expr_cursor_init(&q->strides, &site->pattern, 1);
+        rc = ms_expr_cursor_init(&q->strides, &site->pattern, 1);
         if (rc < 0) return rc;
       }
       q->ready = 1;
@@ -105,10 +115,9 @@ static int build_site_keys(verify_state *v) {
 static uint32_t profile_site_of(verify_state *v, const ms_site_table *trace_sites,
                                 const ms_access *a) {
   const ms_site *where = ms_site_table_get(trace_sites, a->site);
-  uint64_t pc = where ? where->pc : 0, rest = key_rest(a->thread, a->kind, a->size);
-  for (uint64_t j = key_hash(pc, rest) & v->key_mask; v->keys[j].rest; j = (j + 1) & v->key_mask)
-    if (v->keys[j].pc == pc && v->keys[j].rest == rest) return v->keys[j].site;
-  return UINT32_MAX;
+  key_lookup l = {v, {where ? where->pc : 0, key_rest(a->thread, a->kind, a->size)}};
+  int64_t site = id_index_find(&v->by_key, key_hash(l.key.pc, l.key.rest), same_key, &l);
+  return site < 0 ? UINT32_MAX : (uint32_t)site;
 }
 
 /* The trace access a against the next address of its site's own sequence. */
@@ -303,6 +312,7 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
       ms_expr_cursor_free(&v.sequences[s].strides);
   free(v.sequences);
   free(v.keys);
+  id_index_free(&v.by_key);
   if (rc < 0) ms_verify_result_free(out);
   return rc;
 }
