@@ -14,7 +14,6 @@
 
 #include "cli.h"
 #include "locality_cli.h"
-#include "memsnap/sample.h"
 #include "memsnap/scores.h"
 #include "plot_gnuplot.h"
 
@@ -180,8 +179,9 @@ static void reuse_script(FILE *s, const ms_surface *surface, const char *title) 
   fprintf(s, "\n");
 }
 
+/* The whole run's scores of one input. */
 static int scores_of(const char *command, const char *path, int program_argc, char **program_argv,
-                     const plot_options *o, ms_scores *out) {
+                     const plot_options *o, ms_locality_score *whole) {
   if (program_argc == 0 && locality_is_signature(path)) {
     cli_error(command,
               "%s: a memory signature holds no strides: plot scores takes traces or "
@@ -189,29 +189,27 @@ static int scores_of(const char *command, const char *path, int program_argc, ch
               path);
     return 2;
   }
-  ms_scores_builder *builder = NULL;
-  ms_sink *sink = NULL, *sampler = NULL;
+  ms_analysis *analysis = NULL;
   ms_source *source = NULL;
   int status = 1;
-  if (ms_scores_builder_new(&o->scores, &builder) < 0 || ms_scores_sink_new(builder, &sink) < 0 ||
-      (o->input.sample_on && ms_sample_sink_new(sink, o->input.sample_on, o->input.sample_off, NULL,
-                                                NULL, &sampler) < 0)) {
+  if (ms_scores_analysis_new(&o->scores, 0,
+                             (ms_analysis_sampling){o->input.sample_on, o->input.sample_off},
+                             &analysis) < 0) {
     cli_fail(command);
     goto done;
   }
   source = cli_open_source(command, path, program_argc, program_argv, NULL);
   if (!source) goto done;
-  ms_sink *first = sampler ? sampler : sink;
-  if (ms_pipeline_run(source, &first, 1, 0) < 0 || ms_scores_builder_result(builder, out) < 0) {
+  ms_sink *sink = ms_analysis_sink(analysis);
+  if (ms_pipeline_run(source, &sink, 1, 0) < 0) {
     cli_fail(command);
     goto done;
   }
+  *whole = ((const ms_scores *)ms_analysis_result(analysis))->whole;
   status = 0;
 done:
   ms_source_destroy(source);
-  ms_sink_destroy(sampler);
-  ms_sink_destroy(sink);
-  ms_scores_builder_free(builder);
+  ms_analysis_free(analysis);
   return status;
 }
 
@@ -221,18 +219,17 @@ static int plot_scores(const char *command, const cli_inputs *inputs, const plot
   fprintf(s, "$scores << EOD\n");
   for (int i = 0; i < n; i++) {
     int live = i == inputs->count;
-    ms_scores scores;
+    ms_locality_score whole;
     int status = scores_of(command, live ? NULL : inputs->paths[i], live ? inputs->program_argc : 0,
-                           inputs->program_argv, o, &scores);
+                           inputs->program_argv, o, &whole);
     if (status) return status;
     char buf[512];
     const char *label =
         label_of(live ? inputs->program_argv[0] : inputs->paths[i], buf, sizeof buf);
-    fprintf(s, "%.6f %.6f \"", scores.whole.spatial, scores.whole.temporal);
+    fprintf(s, "%.6f %.6f \"", whole.spatial, whole.temporal);
     for (const char *p = label; *p; p++)
       if (*p != '"' && *p != '\\' && *p != '\n') fputc(*p, s);
     fprintf(s, "\"\n");
-    ms_scores_clear(&scores);
   }
   fprintf(s, "EOD\nset title ");
   plot_quote(s, o->title ? o->title : "Locality: spatial versus temporal score");
