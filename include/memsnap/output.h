@@ -2,7 +2,10 @@
  *
  * A reader never sees a half-written output: until ms_output_commit succeeds the target
  * keeps its old contents (or does not exist); ms_output_abort removes the temporary.
- * "-" means standard output (no rename, committed by flushing).
+ * "-" means standard output (no rename, committed by flushing). A target that exists and
+ * is not a regular file (/dev/null, a FIFO, a terminal, /dev/stdout) is written in place:
+ * renaming onto it would replace the device or FIFO with a file (as root, `-o /dev/null`
+ * replaced /dev/null itself).
  */
 #ifndef MEMSNAP_OUTPUT_H
 #define MEMSNAP_OUTPUT_H
@@ -18,7 +21,7 @@ extern "C" {
 typedef struct ms_output {
   FILE *file;      /* write here */
   char *path;      /* target path */
-  char *temp_path; /* temporary path, NULL for stdout */
+  char *temp_path; /* temporary path, NULL for stdout and targets written in place */
 } ms_output;
 
 MS_API int ms_output_open(ms_output *out, const char *path);

@@ -1,9 +1,11 @@
-/* Atomic output files (see memsnap/output.h): temporary "<target>.tmp.<pid>" then rename. */
+/* Atomic output files (see memsnap/output.h): temporary "<target>.tmp.<pid>" then rename;
+ * targets that are not regular files are written in place. */
 #include "memsnap/output.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "memsnap/error.h"
@@ -15,6 +17,17 @@ int ms_output_open(ms_output *out, const char *path) {
     return MS_OK;
   }
   out->path = strdup(path);
+  struct stat st;
+  if (out->path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    out->file = fopen(path, "wb"); /* a device, FIFO or terminal: in place */
+    if (!out->file) {
+      int rc = ms_error_set(MS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+      free(out->path);
+      memset(out, 0, sizeof *out);
+      return rc;
+    }
+    return MS_OK;
+  }
   size_t size = strlen(path) + 32;
   out->temp_path = malloc(size);
   if (!out->path || !out->temp_path) {
@@ -35,10 +48,16 @@ int ms_output_open(ms_output *out, const char *path) {
 
 int ms_output_commit(ms_output *out) {
   if (!out->file) return MS_OK;
-  if (!out->temp_path) { /* stdout */
+  if (!out->temp_path) { /* stdout, or a target written in place */
     int failed = fflush(out->file) != 0;
+    if (out->path) failed |= fclose(out->file) != 0;
     out->file = NULL;
-    return failed ? ms_error_set(MS_ERR_IO, "standard output: %s", strerror(errno)) : MS_OK;
+    int rc = failed ? ms_error_set(MS_ERR_IO, "%s: %s", out->path ? out->path : "standard output",
+                                   strerror(errno))
+                    : MS_OK;
+    free(out->path);
+    out->path = NULL;
+    return rc;
   }
   int failed = fflush(out->file) != 0 || fsync(fileno(out->file)) != 0;
   failed |= fclose(out->file) != 0;
@@ -59,6 +78,8 @@ void ms_output_abort(ms_output *out) {
   if (out->file && out->temp_path) {
     fclose(out->file);
     unlink(out->temp_path);
+  } else if (out->file && out->path) {
+    fclose(out->file); /* in place: what was written stays */
   }
   out->file = NULL;
   free(out->path);

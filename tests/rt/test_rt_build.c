@@ -117,7 +117,7 @@ static void test_wide_vectors(void **state) {
       print_message("this CPU has no %s: %s not run\n", feature[f], flags[f]);
       continue;
     }
-    assert_int_equal(test_run("cd '%s' && '%s' -O3 -g %s -o sa '%s/../../programs/stream_add.c' "
+    assert_int_equal(test_run("cd '%s' && '%s' -O3 -g %s -o sa '%s/../../kernels/stream_add.c' "
                               "&& MEMSNAP_OUT=sa.mtr ./sa %ld > out",
                               dir, MEMSNAP_CC, flags[f], MEMSNAP_RT_PROJECT, n),
                      0);
