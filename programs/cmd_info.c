@@ -31,33 +31,14 @@ typedef struct trace_summary {
   uint64_t accesses, counts_by_kind[MS_ACCESS_KIND_COUNT], chunks, file_bytes;
 } trace_summary;
 
-/* Lackey and din: stream the whole file, counting per kind and threads. */
+/* Lackey, din and profiles: read through, counting per kind and threads. */
 static int count_by_streaming(const char *path, trace_summary *summary, ms_stream_info *info) {
-  ms_source *source;
-  int rc = ms_open(path, 0, NULL, NULL, &source);
-  if (rc < 0) return rc;
-  ms_batch batch;
-  rc = ms_batch_init(&batch, 0);
-  uint32_t threads = 0;
-  while (rc == 0) {
-    int n = ms_source_next(source, &batch);
-    if (n <= 0) {
-      rc = n;
-      break;
-    }
-    for (size_t i = 0; i < batch.count; i++) {
-      summary->counts_by_kind[batch.accesses[i].kind % MS_ACCESS_KIND_COUNT]++;
-      if (batch.accesses[i].thread >= threads) threads = batch.accesses[i].thread + 1u;
-    }
-    summary->accesses += batch.count;
-  }
-  ms_batch_free(&batch);
+  ms_input_counts counts;
+  int rc = ms_input_count(path, &counts, info);
   if (rc == 0) {
-    *info = source->info; /* keep the description: the source's info moves here */
-    memset(&source->info, 0, sizeof source->info);
-    if (threads > info->thread_count) info->thread_count = threads;
+    summary->accesses = counts.accesses;
+    memcpy(summary->counts_by_kind, counts.by_kind, sizeof summary->counts_by_kind);
   }
-  ms_source_destroy(source);
   return rc;
 }
 

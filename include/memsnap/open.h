@@ -10,9 +10,10 @@
 #ifndef MEMSNAP_OPEN_H
 #define MEMSNAP_OPEN_H
 
-#include "memsnap/api.h"
 #include <stdint.h>
 
+#include "memsnap/access.h"
+#include "memsnap/api.h"
 #include "memsnap/capture.h"
 #include "memsnap/stream.h"
 
@@ -59,6 +60,16 @@ typedef struct ms_open_options {
  * with a message that says what they are. */
 MS_API int ms_open(const char *path, int program_argc, char *const *program_argv,
                    const ms_open_options *options, ms_source **out);
+
+/* What reading an input through tells, for formats whose header does not say it (Lackey,
+ * din, profiles) or to check what it says (.mtr): accesses per kind and threads. *info gets
+ * the stream's description (free it with ms_stream_info_clear); the thread count is the
+ * larger of the description's and the threads seen. */
+typedef struct ms_input_counts {
+  uint64_t accesses;
+  uint64_t by_kind[MS_ACCESS_KIND_COUNT];
+} ms_input_counts;
+MS_API int ms_input_count(const char *path, ms_input_counts *counts, ms_stream_info *info);
 
 #ifdef __cplusplus
 }

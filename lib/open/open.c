@@ -106,3 +106,33 @@ int ms_open(const char *path, int program_argc, char *const *program_argv,
   if (o->expand_seeds) return open_expanded_seed(path, o, out);
   return ms_trace_open(path, out);
 }
+
+int ms_input_count(const char *path, ms_input_counts *counts, ms_stream_info *info) {
+  memset(counts, 0, sizeof *counts);
+  ms_source *source;
+  int rc = ms_open(path, 0, NULL, NULL, &source);
+  if (rc < 0) return rc;
+  ms_batch batch;
+  rc = ms_batch_init(&batch, 0);
+  uint32_t threads = 0;
+  while (rc == 0) {
+    int n = ms_source_next(source, &batch);
+    if (n <= 0) {
+      rc = n;
+      break;
+    }
+    for (size_t i = 0; i < batch.count; i++) {
+      counts->by_kind[batch.accesses[i].kind % MS_ACCESS_KIND_COUNT]++;
+      if (batch.accesses[i].thread >= threads) threads = batch.accesses[i].thread + 1u;
+    }
+    counts->accesses += batch.count;
+  }
+  ms_batch_free(&batch);
+  if (rc == 0) {
+    *info = source->info; /* the description moves to the caller */
+    memset(&source->info, 0, sizeof source->info);
+    if (threads > info->thread_count) info->thread_count = threads;
+  }
+  ms_source_destroy(source);
+  return rc;
+}

@@ -162,6 +162,26 @@ static void every_kind_with_accesses_opens(void **state) {
   assert_int_equal(count_accesses(source), 3 * seed_length + 5);
 }
 
+/* Reading through counts what the Lackey text holds: 150 loads and 150 stores, one
+ * thread; the .mtr copy and the profile count the same. */
+static void counts_by_reading_through(void **state) {
+  (void)state;
+  int inputs[] = {LACKEY, MTR, PSNAP_ZST};
+  for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+    ms_input_counts counts;
+    ms_stream_info info = {0};
+    assert_int_equal(ms_input_count(path_of(inputs[i]), &counts, &info), 0);
+    assert_int_equal(counts.accesses, 300);
+    assert_int_equal(counts.by_kind[MS_LOAD], 150);
+    assert_int_equal(counts.by_kind[MS_STORE], 150);
+    assert_int_equal(info.thread_count, 1);
+    ms_stream_info_clear(&info);
+  }
+  ms_input_counts counts;
+  ms_stream_info info = {0};
+  assert_true(ms_input_count(path_of(SIG), &counts, &info) < 0);
+}
+
 static void inputs_without_accesses_are_refused(void **state) {
   (void)state;
   ms_source *source = (ms_source *)1;
@@ -186,6 +206,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kinds_come_from_the_contents),
       cmocka_unit_test(every_kind_with_accesses_opens),
+      cmocka_unit_test(counts_by_reading_through),
       cmocka_unit_test(inputs_without_accesses_are_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
