@@ -16,6 +16,7 @@
 typedef struct id_index {
   uint32_t *slots;
   uint32_t capacity; /* a power of two, or 0 */
+  uint32_t count;    /* ids placed */
 } id_index;
 
 static inline uint64_t id_index_hash(uint64_t key) {
@@ -43,32 +44,35 @@ static inline void id_index_place(uint32_t *slots, uint32_t capacity, uint64_t h
   slots[slot] = id + 1;
 }
 
-/* Adds `id`, the newest of the `count` entries of the caller's array (ids 0..count-1, each
- * added in order). Ids are placed in increasing order, so that of entries with equal keys
- * the oldest is found. Returns 0 or MS_ERR_NOMEM (the index is then as it was). */
-static inline int id_index_add(id_index *index, uint64_t hash, uint32_t id, uint32_t count,
+/* Adds `id`, whose key the index does not hold yet (the caller looked first: equal keys in
+ * one probe chain would make every later probe walk them all; a site table of 131072 lost
+ * sites of pc 0 took minutes). Growing re-places the ids held, through `hash_of`. Returns 0
+ * or MS_ERR_NOMEM (the index is then as it was). */
+static inline int id_index_add(id_index *index, uint64_t hash, uint32_t id,
                                uint64_t (*hash_of)(const void *context, uint32_t id),
                                const void *context) {
-  if (2 * (uint64_t)count > index->capacity) {
+  if (2 * ((uint64_t)index->count + 1) > index->capacity) {
     uint32_t capacity = index->capacity ? index->capacity : 64;
-    while (2 * (uint64_t)count > capacity)
+    while (2 * ((uint64_t)index->count + 1) > capacity)
       capacity *= 2;
     uint32_t *slots = calloc(capacity, sizeof *slots);
     if (!slots) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-    for (uint32_t other = 0; other < count; other++)
-      if (other != id) id_index_place(slots, capacity, hash_of(context, other), other);
+    for (uint32_t s = 0; s < index->capacity; s++)
+      if (index->slots[s])
+        id_index_place(slots, capacity, hash_of(context, index->slots[s] - 1), index->slots[s] - 1);
     free(index->slots);
     index->slots = slots;
     index->capacity = capacity;
   }
   id_index_place(index->slots, index->capacity, hash, id);
+  index->count++;
   return 0;
 }
 
 static inline void id_index_free(id_index *index) {
   free(index->slots);
   index->slots = NULL;
-  index->capacity = 0;
+  index->capacity = index->count = 0;
 }
 
 #endif

@@ -102,8 +102,10 @@ int64_t ms_site_table_add(ms_site_table *table, uint64_t pc, const char *object,
     free((char *)site->file);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
   }
+  /* an earlier site of the same pc keeps the index's entry */
+  int first = ms_site_table_find(table, pc) < 0;
   uint32_t id = table->count++;
-  int rc = id_index_add(&table->by_pc, id_index_hash(pc), id, table->count, hash_of_site, table);
+  int rc = first ? id_index_add(&table->by_pc, id_index_hash(pc), id, hash_of_site, table) : 0;
   if (rc < 0) {
     free((char *)site->function);
     free((char *)site->file);

@@ -235,8 +235,7 @@ static int add_site(builder *b, uint64_t key, const ms_access *a, uint32_t *out)
     free(s->sample_position);
     return rc;
   }
-  rc = id_index_add(&b->by_key, id_index_hash(key), b->site_count, b->site_count + 1, hash_of_site,
-                    b);
+  rc = id_index_add(&b->by_key, id_index_hash(key), b->site_count, hash_of_site, b);
   if (rc < 0) {
     ms_stride_history_free(&s->history);
     ms_fold_free(s->fold);

@@ -95,8 +95,12 @@ static int build_site_keys(verify_state *v) {
     const ms_psnap_site *site = &p->sites[s];
     const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
     v->keys[s] = (site_key){where ? where->pc : 0, key_rest(site->thread, site->kind, site->size)};
-    int rc = id_index_add(&v->by_key, key_hash(v->keys[s].pc, v->keys[s].rest), s, s + 1,
-                          hash_of_key, v);
+    /* a key held twice (two trace sites of one pc) keeps its first site */
+    key_lookup l = {v, v->keys[s]};
+    uint64_t hash = key_hash(l.key.pc, l.key.rest);
+    int rc = id_index_find(&v->by_key, hash, same_key, &l) < 0
+                 ? id_index_add(&v->by_key, hash, s, hash_of_key, v)
+                 : 0;
     if (rc < 0) return rc;
     if (!site->lossy || site->addresses) {
       site_sequence *q = &v->sequences[s];
