@@ -647,9 +647,31 @@ void ms_expr_cursor_rewind(ms_expr_cursor *cursor) {
   cursor->leaf_left = 0;
 }
 
-int ms_expr_cursor_advance(ms_expr_cursor *cursor) {
+/* One move of the walk at the top frame: into its next child (a leaf: returns 1 with its
+ * value and repeat as the run; a group: entered), to its next iteration, or out of it. */
+static inline int walk_step(ms_expr_cursor *cursor) {
   const ms_expr *expr = cursor->expr;
-  if (expr->total == 0) {
+  ms_expr_frame *top = &cursor->stack[cursor->depth - 1];
+  const ms_expr_node *group = &expr->nodes[top->node];
+  if (top->child < group->count) {
+    uint32_t id = expr->children[group->first + top->child++];
+    const ms_expr_node *node = &expr->nodes[id];
+    if (node->count == 0) {
+      cursor->value = node->value;
+      cursor->leaf_left = node->repeat;
+      return 1;
+    }
+    cursor->stack[cursor->depth++] = (ms_expr_frame){.node = id};
+  } else if (++top->iteration < group->repeat) {
+    top->child = 0;
+  } else {
+    cursor->depth--;
+  }
+  return 0;
+}
+
+int ms_expr_cursor_advance(ms_expr_cursor *cursor) {
+  if (cursor->expr->total == 0) {
     if (!cursor->cyclic) return 0;
     cursor->value = 0;
     cursor->leaf_left = UINT64_MAX;
@@ -660,24 +682,7 @@ int ms_expr_cursor_advance(ms_expr_cursor *cursor) {
       if (!cursor->cyclic) return 0;
       ms_expr_cursor_rewind(cursor);
     }
-    ms_expr_frame *top = &cursor->stack[cursor->depth - 1];
-    const ms_expr_node *group = &expr->nodes[top->node];
-    if (top->child < group->count) {
-      uint32_t id = expr->children[group->first + top->child++];
-      const ms_expr_node *node = &expr->nodes[id];
-      if (node->count == 0) {
-        cursor->value = node->value;
-        cursor->leaf_left = node->repeat;
-        return 1;
-      }
-      cursor->stack[cursor->depth++] = (ms_expr_frame){.node = id};
-      continue;
-    }
-    if (++top->iteration < group->repeat) {
-      top->child = 0;
-      continue;
-    }
-    cursor->depth--;
+    if (walk_step(cursor)) return 1;
   }
 }
 
@@ -784,22 +789,7 @@ size_t ms_expr_cursor_read(ms_expr_cursor *cursor, int64_t *values, size_t capac
       top->child++;
     }
     if (got == capacity) return got;
-    if (top->child < group->count) {
-      uint32_t id = children[top->child++];
-      const ms_expr_node *node = &expr->nodes[id];
-      if (node->count == 0) {
-        cursor->value = node->value;
-        cursor->leaf_left = node->repeat;
-      } else {
-        cursor->stack[cursor->depth++] = (ms_expr_frame){.node = id};
-      }
-      continue;
-    }
-    if (++top->iteration < group->repeat) {
-      top->child = 0;
-      continue;
-    }
-    cursor->depth--;
+    walk_step(cursor);
   }
 }
 

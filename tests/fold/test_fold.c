@@ -18,6 +18,8 @@
 #include "memsnap/expr.h"
 #include "memsnap/fold.h"
 
+#include "expand_steps.h"
+
 #include "../../lib/fold/fold_internal.h" /* the window index against the plain search */
 
 /* ---- Helpers --------------------------------------------------------------------------- */
@@ -525,46 +527,9 @@ static void test_non_rectangular_nests(void **state) {
   free(values.v);
 }
 
-/* Expands signed-value text with steps, independently of the library: a body is
- * re-read for each iteration r of its group, `{V,S}` is V + r S and `^{C,S}` is C + r S. */
-static const char *expand_affine(const char *p, seq *out, int64_t r) {
-  for (;;) {
-    while (*p == ' ')
-      p++;
-    if (!*p || *p == ')') return p;
-    int64_t value = 0, value_step = 0;
-    const char *body = NULL;
-    if (*p == '(') {
-      body = p + 1;
-      int open = 1;
-      for (p++; open; p++)
-        open += *p == '(' ? 1 : *p == ')' ? -1 : 0;
-    } else if (*p == '{') {
-      char *end;
-      value = strtoll(p + 1, &end, 10);
-      value_step = strtoll(end + 1, &end, 10);
-      p = end + 1;
-    } else {
-      char *end;
-      value = strtoll(p, &end, 10);
-      p = end;
-    }
-    int64_t count = 1, count_step = 0;
-    if (*p == '^') {
-      char *end;
-      bool braced = p[1] == '{';
-      count = strtoll(p + 1 + braced, &end, 10);
-      if (braced) count_step = strtoll(end + 1, &end, 10), end++;
-      p = end;
-    }
-    count += count_step * r;
-    for (int64_t q = 0; q < count; q++) {
-      if (body)
-        expand_affine(body, out, q);
-      else
-        seq_add(out, value + value_step * r);
-    }
-  }
+/* Expands signed-value text with steps, independently of the library (expand_steps.h). */
+static void expand_affine(const char *text, seq *out, int64_t r) {
+  expand_steps(text, &out->v, &out->n, &out->cap, r);
 }
 
 /* A random top-level sequence with groups whose bodies have steps, counts kept >= 1. */

@@ -11,6 +11,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/expr.h"
+#include "expand_steps.h"
 #include "memsnap/psnap.h"
 
 static void round_trip(const char *text, ms_expr_kind kind) {
@@ -147,48 +148,6 @@ static void cursor_seeks(void **state) {
   ms_expr_free(&e);
 }
 
-/* An independent expansion of signed-value text with steps (a body is re-read for each
- * iteration r of its group: `{V,S}` is V + r S and `^{C,S}` is C + r S) into out[*n...]. */
-static const char *expand_steps(const char *p, int64_t *out, uint64_t *n, int64_t r) {
-  for (;;) {
-    while (*p == ' ')
-      p++;
-    if (!*p || *p == ')') return p;
-    int64_t value = 0, value_step = 0;
-    const char *body = NULL;
-    if (*p == '(') {
-      body = p + 1;
-      int open = 1;
-      for (p++; open; p++)
-        open += *p == '(' ? 1 : *p == ')' ? -1 : 0;
-    } else if (*p == '{') {
-      char *end;
-      value = strtoll(p + 1, &end, 10);
-      value_step = strtoll(end + 1, &end, 10);
-      p = end + 1;
-    } else {
-      char *end;
-      value = strtoll(p, &end, 10);
-      p = end;
-    }
-    int64_t count = 1, count_step = 0;
-    if (*p == '^') {
-      char *end;
-      int braced = p[1] == '{';
-      count = strtoll(p + 1 + braced, &end, 10);
-      if (braced) count_step = strtoll(end + 1, &end, 10), end++;
-      p = end;
-    }
-    count += count_step * r;
-    for (int64_t q = 0; q < count; q++) {
-      if (body)
-        expand_steps(body, out, n, q);
-      else
-        out[(*n)++] = (int64_t)((uint64_t)value + (uint64_t)value_step * (uint64_t)r);
-    }
-  }
-}
-
 /* Steps: the text round trips, and the expansion (read through a seeking cursor from
  * many starts, and by the bulk read) equals an independent expansion of the text. */
 static void steps_expand_as_written(void **state) {
@@ -203,9 +162,9 @@ static void steps_expand_as_written(void **state) {
     round_trip(texts[t], MS_EXPR_STRIDES);
     ms_expr e;
     assert_int_equal(ms_expr_parse(&e, texts[t], strlen(texts[t]), MS_EXPR_STRIDES, "t", 1, 1), 0);
-    int64_t *expected = malloc(4096 * sizeof *expected);
-    uint64_t n = 0;
-    expand_steps(texts[t], expected, &n, 0);
+    int64_t *expected = NULL;
+    size_t n = 0, capacity = 0;
+    expand_steps(texts[t], &expected, &n, &capacity, 0); /* expand_steps.h */
     assert_int_equal(e.total, n);
     ms_expr_cursor c;
     assert_int_equal(ms_expr_cursor_init(&c, &e, 0), 0);
