@@ -38,7 +38,7 @@ static void usage(FILE *to) {
               "                        up to N/2 (a power of two, 2 to 4096; default 1024)\n"
               "      --order-periods N a lossy order's path counts in at most N periods of\n"
               "                        the run, so that its phases replay in their time\n"
-              "                        (default 1, with --lossless 512)\n"
+              "                        (default 64, with --lossless 512)\n"
               "      --fidelity LEVEL  the three caps at once, size against fidelity: low\n"
               "                        (site 128, order 16384, window 64), normal (the\n"
               "                        defaults) or high (site 4096, order 2^20, window\n"

@@ -99,6 +99,7 @@ MS_API void ms_stride_decoding_free(ms_stride_decoding *decoding);
 #define MS_PSNAP_TOP_STRIDES 16 /* a lossy site's most frequent strides kept */
 #define MS_PSNAP_REUSE_BINS 12  /* a lossy site's reuse times: 1, 2-3, ... 2048-4095 */
 #define MS_PSNAP_REUSE_SIZES 3  /* ... of blocks of 32, 64 and 128 bytes */
+#define MS_PSNAP_SHARED_BINS 19 /* a lossy site's lines' times since any access: 1 ... 2^19 - 1 */
 
 typedef struct ms_psnap_site {
   uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
@@ -142,6 +143,25 @@ typedef struct ms_psnap_site {
   int tied;
   uint32_t tie_site;
   int64_t tie_delta;
+  /* Its first touches: how many 64-byte lines it touched for the first time in each eighth
+   * of its accesses (counted once the site proved irregular). Replay makes as many
+   * accesses of each eighth first touches, each the next line beyond those it has swept
+   * so far in a bin of the eighth's histogram, so that a site that moves on through its
+   * data misses a large cache as the program did. All 0: not kept. */
+  uint64_t new_lines[MS_PSNAP_SEGMENTS];
+  uint64_t new_next; /* of those, the ones on the line after its previous first touch:
+                        taken so in replay, the others anywhere in their bin */
+  /* Lines it shares with the other sites of its thread: of `shared_accesses` accesses
+   * measured once the site proved irregular (first touches aside), how many touched a
+   * 64-byte line that any access of the thread had last touched 2^b to 2^(b+1) - 1
+   * accesses before (shared[b]). Replay takes its line with these odds from the thread's
+   * recent accesses within the site's range; the others are fresh draws from its
+   * histogram. Its own reuse odds and walk are the fallback when no such line is found.
+   * 0: not kept. */
+  uint64_t shared_accesses;
+  uint64_t shared[MS_PSNAP_SHARED_BINS];
+  uint64_t shared_same[MS_PSNAP_SHARED_BINS]; /* of shared[b], those to the 32-byte half
+                                                 touched last */
 } ms_psnap_site;
 
 typedef struct ms_psnap_thread_order {

@@ -7,7 +7,9 @@
  * (memsnap/fold.h) up to a cap on the fold's terms, its address range and alignment, a
  * reservoir sample of its addresses (its first 1024, then only once its fold is over the
  * cap: for the histogram of a lossy site), once over the cap its frequent strides and
- * the reuse times of its blocks (reuse_add), the anchor and distance its accesses most
+ * the reuse times of its blocks (reuse_add), the lines it touched (first touches) and,
+ * over a table of the thread's latest touch of each line, how long before any access had
+ * touched its line (shared odds), the anchor and distance its accesses most
  * often follow (for a tie: the previous access of the thread, or the latest one to the
  * same address) and, with --lossless, every address. Per thread: the fold of its site
  * numbers (the order, over a window of --order-window terms), and once that fold is over
@@ -73,7 +75,27 @@ typedef struct reuse_lines {
    * judged by */
   uint64_t accesses, bins[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
   uint64_t all_accesses, all_bins[MS_PSNAP_REUSE_SIZES][MS_PSNAP_REUSE_BINS];
+  /* its accesses' times since any access of the thread touched their 64-byte line */
+  uint64_t shared_accesses, shared[MS_PSNAP_SHARED_BINS], shared_same[MS_PSNAP_SHARED_BINS];
+  int first; /* whether the latest access touched its line first */
 } reuse_lines;
+
+/* The 64-byte lines an irregular site has touched, from the point it proved irregular:
+ * bitmaps of TOUCH_LINES lines by line / TOUCH_LINES (open addressing, key + 1), so that
+ * a site's memory is its footprint / 512 plus a bitmap per region it touched; and per
+ * chunk of its accesses (TOUCH_CHUNKS chunks, doubled in length when full), the lines it
+ * touched first. */
+#define TOUCH_LINES 4096
+#define TOUCH_CHUNKS 64
+#define TOUCH_CHUNK_FIRST 1024
+typedef struct first_touches {
+  uint64_t *keys;
+  uint64_t (*maps)[TOUCH_LINES / 64];
+  uint32_t capacity, used, cached; /* cached: the slot of the last region looked up */
+  uint64_t chunk_length;
+  /* next: first touches of the line after the previous first touch (last_first, + 1) */
+  uint64_t lines[TOUCH_CHUNKS], next, last_first;
+} first_touches;
 
 typedef struct site_state {
   uint64_t key;
@@ -90,6 +112,7 @@ typedef struct site_state {
   size_t all_capacity;
   top_strides *tops;  /* once the history and the fold are over their caps */
   reuse_lines *reuse; /* from the same point on */
+  first_touches *touches;
   /* the most frequent (previous site of the thread, address - its address), by a
    * majority vote; hits: times it held since it became the candidate */
   uint32_t tie_site;
@@ -109,10 +132,12 @@ typedef struct transition {
  * reaches N periods; a long run ends with between N/2 and N. With every lossy site kept
  * lossless (only the order differs), 512 periods took the mean L2 error over the catalog
  * of sort from 12.7 to 0.09 points, sqlite3 13.1 to 1.9, gzip 1.1 to 0.01 (128: xz 3.6 to
- * 0.25), for profiles up to 1.5x larger. With lossy sites they raise the L1 error of most real
- * programs (gzip 1.1 -> 2.8, sqlite3 1.6 -> 3.6): those sites, replayed independently,
- * lose what they shared in the program, which the coarser order made up for. Hence one
- * period by default, 512 with --lossless (docs/accuracy.md). */
+ * 0.25), for profiles up to 1.5x larger. With lossy sites replayed each on its own they
+ * raised the L1 error (gzip 1.1 -> 2.8, sqlite3 1.6 -> 3.6): the order's interleaving
+ * then showed that the sites did not share their lines. Since lossy sites take lines
+ * shared with the thread's other accesses (`shared` odds), 64 periods are the default
+ * (512 with --lossless): mean L2 error bzip2 3.1 -> 0.42, sort 15.3 -> 2.2, xz 13.2 -> 3.8,
+ * cg 12.5 -> 5.8; 512 gave about the same for up to 5x larger profiles. */
 #define PERIOD_FIRST 1024
 
 /* The latest access of a thread to an address, by a hash of the address (direct mapped):
@@ -124,9 +149,17 @@ typedef struct seen_access {
   uint32_t site;
 } seen_access;
 
+/* The latest access of a thread to each 64-byte line, direct mapped by a hash of the line
+ * (LINE_SLOTS slots: its 32-byte block + 1, 0 empty, and the thread's access number). */
+#define LINE_SLOTS (1u << 18)
+typedef struct line_touch {
+  uint64_t block, when;
+} line_touch;
+
 typedef struct thread_state {
   ms_fold *order;
   seen_access *seen;
+  line_touch *lines;
   uint64_t accesses;
   int over;
   uint32_t previous;
@@ -162,7 +195,7 @@ void ms_psnap_options_default(ms_psnap_options *options) {
   options->site_cap = 512;
   options->order_cap = 262144;
   options->order_window = 1024;
-  options->order_periods = 1;
+  options->order_periods = 64;
 }
 
 void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summary *out) {
@@ -184,9 +217,8 @@ void ms_psnap_options_preset(ms_psnap_options *options, int fidelity) {
   options->site_cap = presets[fidelity][0];
   options->order_cap = presets[fidelity][1];
   options->order_window = presets[fidelity][2];
-  /* periods make the order of a lossless profile near exact; with lossy sites they raise
-   * most real programs' L1 error (PERIOD_FIRST) */
-  options->order_periods = options->lossless ? 512 : 1;
+  /* periods make the order of a lossless profile near exact (PERIOD_FIRST) */
+  options->order_periods = options->lossless ? 512 : 64;
 }
 
 static int new_fold(uint64_t cap, uint32_t window, ms_fold **out) {
@@ -354,11 +386,80 @@ static void reuse_add(reuse_lines *r, uint32_t now, uint64_t address, int jump) 
   last[way] = now;
 }
 
+/* Marks the 64-byte line of `address` touched: 1 if it was not before, 0 if it was, or
+ * MS_ERR_NOMEM. */
+static int touch_line(first_touches *t, uint64_t address) {
+  uint64_t line = address >> 6, key = line / TOUCH_LINES + 1;
+  uint32_t slot = t->cached;
+  if (!t->capacity || t->keys[slot] != key) {
+    if (2 * (t->used + 1) > t->capacity) { /* grow: rehash the regions */
+      uint32_t capacity = t->capacity ? 2 * t->capacity : 16;
+      uint64_t *keys = calloc(capacity, sizeof *keys);
+      uint64_t(*maps)[TOUCH_LINES / 64] = malloc(capacity * sizeof *maps);
+      if (!keys || !maps) {
+        free(keys), free(maps);
+        return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      }
+      for (uint32_t i = 0; i < t->capacity; i++) {
+        if (!t->keys[i]) continue;
+        uint32_t j = (uint32_t)(id_index_hash(t->keys[i]) & (capacity - 1));
+        while (keys[j])
+          j = (j + 1) & (capacity - 1);
+        keys[j] = t->keys[i];
+        memcpy(maps[j], t->maps[i], sizeof *maps);
+      }
+      free(t->keys), free(t->maps);
+      t->keys = keys, t->maps = maps, t->capacity = capacity;
+    }
+    slot = (uint32_t)(id_index_hash(key) & (t->capacity - 1));
+    while (t->keys[slot] && t->keys[slot] != key)
+      slot = (slot + 1) & (t->capacity - 1);
+    if (!t->keys[slot]) {
+      t->keys[slot] = key;
+      memset(t->maps[slot], 0, sizeof *t->maps);
+      t->used++;
+    }
+    t->cached = slot;
+  }
+  uint64_t bit = line % TOUCH_LINES, *word = &t->maps[slot][bit / 64], mask = 1ull << (bit % 64);
+  int fresh = !(*word & mask);
+  *word |= mask;
+  return fresh;
+}
+
 static int count_reuse(site_state *s, uint64_t address, int jump) {
   if (!s->reuse && !(s->reuse = calloc(1, sizeof *s->reuse)))
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  if (!s->touches) {
+    if (!(s->touches = calloc(1, sizeof *s->touches)))
+      return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    s->touches->chunk_length = TOUCH_CHUNK_FIRST;
+  }
   reuse_add(s->reuse, (uint32_t)s->count + 1, address, jump);
+  first_touches *t = s->touches;
+  int first = touch_line(t, address);
+  if (first < 0) return first;
+  s->reuse->first = first;
+  while (s->count / t->chunk_length >= TOUCH_CHUNKS) { /* adjacent chunks merged */
+    for (uint32_t c = 0; c < TOUCH_CHUNKS / 2; c++)
+      t->lines[c] = t->lines[2 * c] + t->lines[2 * c + 1];
+    memset(&t->lines[TOUCH_CHUNKS / 2], 0, sizeof t->lines / 2);
+    t->chunk_length *= 2;
+  }
   return 0;
+}
+
+/* A first touch of the site that no access of its thread made lately either: a line new
+ * to the program, counted in the chunk of the site's access `index`. */
+static void count_new_line(first_touches *t, uint64_t index, uint64_t address) {
+  t->lines[index / t->chunk_length]++;
+  t->next += t->last_first && t->last_first == address >> 6;
+  t->last_first = (address >> 6) + 1;
+}
+
+static void free_touches(first_touches *t) {
+  if (t) free(t->keys), free(t->maps);
+  free(t);
 }
 
 /* How far a model's reuse is from the program's: the largest difference, over the line
@@ -568,6 +669,34 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
   /* only sites over their cap (with top strides) can be lossy, tied or anchors: only they
    * look up and enter the latest access to an address (a hash per access of every site
    * took 10% of profiling bzip2) */
+  /* every access enters the thread's line table; an irregular site's access counts the
+   * time since its line's latest touch */
+  if (!t->lines && !(t->lines = calloc(LINE_SLOTS, sizeof *t->lines)))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  uint64_t line = address >> 6;
+  line_touch *touched = &t->lines[id_index_hash(line) & (LINE_SLOTS - 1)];
+  reuse_lines *reuse = b->sites[site].reuse;
+  if (reuse) {
+    const uint64_t limit = 1ull << MS_PSNAP_SHARED_BINS;
+    uint64_t time = touched->block && (touched->block - 1) >> 1 == line
+                        ? t->accesses - touched->when
+                        : UINT64_MAX;
+    /* a line new to the site and not touched lately by the thread is a first touch,
+     * replayed apart (one that other sites touched lately is shared: counted so, sort's
+     * L2 error was 7.6 points rather than 4) */
+    if (reuse->first && time >= limit)
+      count_new_line(b->sites[site].touches, b->sites[site].count - 1, address);
+    else {
+      reuse->shared_accesses++;
+      if (time < limit) {
+        int bin = 63 - __builtin_clzll(time);
+        reuse->shared[bin]++;
+        reuse->shared_same[bin] += touched->block - 1 == address >> 5;
+      }
+    }
+  }
+  touched->block = (address >> 5) + 1;
+  touched->when = t->accesses;
   if (b->sites[site].tops) {
     if (!t->seen && !(t->seen = calloc(SEEN_SLOTS, sizeof *t->seen)))
       return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -773,6 +902,20 @@ static int make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
     memcpy(out->reuse, best == 2 ? r->bins : r->all_bins, sizeof out->reuse);
     if (best == 0) memset(out->reuse, 0, sizeof out->reuse);
   }
+  if (r && r->shared_accesses) {
+    out->shared_accesses = r->shared_accesses;
+    memcpy(out->shared_same, r->shared_same, sizeof out->shared_same);
+
+    memcpy(out->shared, r->shared, sizeof out->shared);
+  }
+  first_touches *touches = s->touches;
+  for (uint32_t c = 0; touches && c < TOUCH_CHUNKS; c++) {
+    /* each chunk in the eighth of the site's accesses that holds its middle */
+    uint64_t middle = c * touches->chunk_length + touches->chunk_length / 2;
+    uint64_t g = middle >= s->count ? MS_PSNAP_SEGMENTS - 1 : middle * MS_PSNAP_SEGMENTS / s->count;
+    out->new_lines[g] += touches->lines[c];
+  }
+  if (touches) out->new_next = touches->next;
   if (b->options.lossless) {
     out->addresses = s->all;
     s->all = NULL;
@@ -908,8 +1051,11 @@ static void tie_sites(builder *b, ms_psnap_profile *p) {
     }
     if (anchor == i || wants[anchor]) continue;
     p->sites[i].tied = 1;
-    p->sites[i].reuse_accesses = 0; /* it follows its anchor's reuse */
+    p->sites[i].reuse_accesses = 0; /* it follows its anchor's reuse and lines */
     p->sites[i].reuse_at_jumps = 0;
+    p->sites[i].shared_accesses = 0;
+    memset(p->sites[i].new_lines, 0, sizeof p->sites[i].new_lines);
+    p->sites[i].new_next = 0;
     p->sites[i].tie_site = anchor;
     p->sites[i].tie_delta = (int64_t)delta;
   }
@@ -978,10 +1124,12 @@ static void builder_destroy(ms_sink *sink) {
     free(b->sites[i].all);
     free(b->sites[i].tops);
     free(b->sites[i].reuse);
+    free_touches(b->sites[i].touches);
   }
   for (uint32_t t = 0; t < b->thread_count; t++) {
     ms_fold_free(b->threads[t].order);
     free(b->threads[t].seen);
+    free(b->threads[t].lines);
     free(b->threads[t].transitions);
   }
   free(b->sites);

@@ -224,6 +224,56 @@ static int read_reuse(reader *r, ms_psnap_site *site) {
   return profile_read_end(r);
 }
 
+/* `first-touch L0 ... L7 next N` of a lossy site: the lines it touched first in each
+ * eighth of its accesses; N of them the line after its previous first touch. */
+static int read_first_touch(reader *r, ms_psnap_site *site) {
+  uint64_t lines = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++) {
+    int rc = profile_read_unsigned(r, 10, &site->new_lines[g]);
+    if (rc < 0) return rc;
+    if (__builtin_add_overflow(lines, site->new_lines[g], &lines))
+      return read_error(r, "counts overflow");
+  }
+  if (lines == 0) return read_error(r, "first-touch: no new lines");
+  if (!profile_key_is(r, "next")) return read_error(r, "first-touch: expected 'next'");
+  int rc = profile_read_unsigned(r, 10, &site->new_next);
+  if (rc < 0) return rc;
+  if (site->new_next > lines)
+    return read_error(r, "first-touch: %" PRIu64 " next of %" PRIu64 " new lines", site->new_next,
+                      lines);
+  if (lines > site->count)
+    return read_error(r, "first-touch: %" PRIu64 " new lines of %" PRIu64 " accesses", lines,
+                      site->count);
+  return profile_read_end(r);
+}
+
+/* `shared A N0 ... N18 same S0 ... S18` of a lossy site: A accesses measured (first
+ * touches aside); Nb of them touched a line that an access of the thread had last touched
+ * 2^b to 2^(b+1) - 1 accesses before; Sb of those the 32-byte half touched last. */
+static int read_shared(reader *r, ms_psnap_site *site) {
+  uint64_t accesses, sum = 0;
+  int rc = profile_read_unsigned(r, 10, &accesses);
+  if (rc < 0) return rc;
+  if (accesses == 0) return read_error(r, "shared: 0 accesses measured");
+  if (accesses > site->count)
+    return read_error(r, "shared: %" PRIu64 " accesses of %" PRIu64, accesses, site->count);
+  for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++) {
+    if ((rc = profile_read_unsigned(r, 10, &site->shared[b])) < 0) return rc;
+    if (__builtin_add_overflow(sum, site->shared[b], &sum)) return read_error(r, "counts overflow");
+  }
+  if (sum > accesses)
+    return read_error(r, "shared: %" PRIu64 " reuses of %" PRIu64 " accesses", sum, accesses);
+  if (!profile_key_is(r, "same")) return read_error(r, "shared: expected 'same'");
+  for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++) {
+    if ((rc = profile_read_unsigned(r, 10, &site->shared_same[b])) < 0) return rc;
+    if (site->shared_same[b] > site->shared[b])
+      return read_error(r, "shared: %" PRIu64 " of %" PRIu64 " reuses to the same half",
+                        site->shared_same[b], site->shared[b]);
+  }
+  site->shared_accesses = accesses;
+  return profile_read_end(r);
+}
+
 /* `tie sN +D` of a lossy site: the site it follows and the distance from its address
  * (checked against the other sites once all are read). */
 static int read_tie(reader *r, ms_psnap_site *site) {
@@ -253,7 +303,7 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   ms_psnap_site *site = &profile->sites[id];
   char *function = NULL, *file = NULL;
   uint64_t line = 0, pc = 0, value = 0;
-  int rc = 0, stored = 0, histograms = 0, strides = 0, explicit_class = -1;
+  int rc = 0, stored = 0, histograms = 0, strides = 0, touches = 0, explicit_class = -1;
   ms_expr_init(&site->pattern);
   if (r->p >= r->end || *r->p != 's')
     return read_error(r, "expected 's%u' (the header declares %u sites)", id, profile->site_count);
@@ -349,12 +399,20 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
       histograms++;
       if (rc == 0) rc = profile_read_end(r);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !strides &&
-               !site->reuse_accesses && !site->tied && profile_key_is(r, "strides")) {
+               !site->reuse_accesses && !site->tied && !touches && profile_key_is(r, "strides")) {
       strides = 1;
       rc = read_strides(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->reuse_accesses &&
-               !site->tied && profile_key_is(r, "reuse")) {
+               !site->tied && !touches && profile_key_is(r, "reuse")) {
       rc = read_reuse(r, site);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied && !touches &&
+               !site->shared_accesses && profile_key_is(r, "first-touch")) {
+      touches = 1;
+      rc = read_first_touch(r, site);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied &&
+               !site->shared_accesses && profile_key_is(r, "shared")) {
+      touches = 1;
+      rc = read_shared(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied &&
                profile_key_is(r, "tie")) {
       rc = read_tie(r, site);
@@ -363,8 +421,11 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     else
       rc = read_error(r, stored == 1
                              ? (site->tied             ? "nothing follows the tie line"
-                                : site->reuse_accesses ? "only a tie line follows the reuse line"
-                                : strides ? "only reuse and tie lines follow the strides line"
+                                : site->shared_accesses ? "only a tie line follows the shared line"
+                                : touches ? "only shared and tie lines follow the first-touch line"
+                                : site->reuse_accesses
+                                    ? "only first-touch, shared and tie lines follow the reuse line"
+                                : strides ? "only reuse, first-touch, shared and tie lines follow the strides line"
                                 : histograms == MS_PSNAP_SEGMENTS
                                     ? "expected a strides line or the next site"
                                     : "expected a histogram line")

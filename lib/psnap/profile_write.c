@@ -129,6 +129,25 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
     }
     fputc('\n', out);
   }
+  uint64_t lines = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+    lines += site->new_lines[g];
+  if (site->lossy && lines) {
+    fputs("  first-touch", out);
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+      fprintf(out, " %" PRIu64, site->new_lines[g]);
+    fprintf(out, " next %" PRIu64, site->new_next);
+    fputc('\n', out);
+  }
+  if (site->lossy && site->shared_accesses) {
+    fprintf(out, "  shared %" PRIu64, site->shared_accesses);
+    for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++)
+      fprintf(out, " %" PRIu64, site->shared[b]);
+    fputs(" same", out);
+    for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++)
+      fprintf(out, " %" PRIu64, site->shared_same[b]);
+    fputc('\n', out);
+  }
   if (site->lossy && site->tied)
     fprintf(out, "  tie s%u %+" PRId64 "\n", site->tie_site, site->tie_delta);
   return 0;

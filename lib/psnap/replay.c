@@ -9,9 +9,16 @@
  * accesses), so that a lossy access depends on its position and at most REUSE_BLOCK
  * accesses before it, and replays identically from any starting point; a tied lossy site takes
  * its anchor's last address plus its distance (the anchor is untied, so this too depends
- * on positions only). A lossy order is a
- * walk over its path counts (each transition used as often as counted; when the current
- * site has none left, the walk resumes from the first transition with some left).
+ * on positions only). Lossy sites with first-touch and shared odds (profiles since
+ * 2026-11-28) come first to that model: with the odds of their eighth of the run, a line
+ * new to the program (the next one the site has not taken in a bin of its histogram);
+ * else, with the shared odds, a line of their range that the thread touched 2^b accesses
+ * before (from a ring of the thread's replayed accesses) or a fresh draw; their own model
+ * when none is found. Such a replay depends on all of its thread before: seeking replays
+ * the thread from its start, and a selection makes the sites it leaves out. A lossy
+ * order is a walk over its path counts (each transition used as often as counted; when
+ * the current site has none left, the walk resumes from the first transition with some
+ * left; with periods, the paths of each period, drawn by their uses left).
  * Selection (a mask of sites) keeps program order among the selected sites. Seeking to
  * access i skips whole iterations of the order arithmetically (per-node counts of each
  * site give every site's position) and then each site's pattern the same way; only a
@@ -35,6 +42,27 @@
 
 #define FLAT_MAX 64 /* most elements per iteration of a flat group */
 
+/* The thread's recent accesses, for the sites with shared odds: the last SHARED_RING
+ * addresses, and per 64-byte line (direct mapped by a hash, SHARED_SLOTS) the thread's
+ * access number of its latest touch. `now`: the accesses of the thread so far. */
+#define SHARED_RING (1u << 19)
+#define SHARED_SLOTS (1u << 18)
+typedef struct shared_lines {
+  uint64_t now;
+  uint64_t *ring;
+  struct {
+    uint64_t line, when;
+  } * latest;
+} shared_lines;
+
+static void shared_push(shared_lines *g, uint64_t address) {
+  g->ring[g->now % SHARED_RING] = address;
+  uint64_t line = address >> 6;
+  size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+  g->latest[slot].line = line + 1;
+  g->latest[slot].when = g->now++;
+}
+
 typedef struct replay_site {
   ms_expr_cursor strides;
   uint64_t next_address;
@@ -45,6 +73,8 @@ typedef struct replay_site {
   uint64_t walk_address;      /* lossy sites with strides: the address at position - 1 */
   uint64_t last_address;      /* lossy sites: the address at position - 1 (for ties) */
   uint64_t *ring;             /* lossy sites with reuse: their last REUSE_RING addresses */
+  uint64_t *swept;            /* lossy sites with first touches: lines taken, per bin */
+  uint64_t first_line;        /* and the line of the latest, + 1 (0: none yet) */
   struct recent_line *recent; /* and their 128-byte lines */
 } replay_site;
 
@@ -97,6 +127,9 @@ typedef struct replay {
   uint32_t walk_site;
   int walk_started;
   delta_table delta;
+  shared_lines shared; /* ring NULL: no site has shared odds */
+  ms_access *scratch;  /* with shared odds and a selection: the sites left out, made */
+  size_t scratch_capacity;
 } replay;
 
 static uint64_t mix(uint64_t x) {
@@ -203,8 +236,10 @@ static bool touched_recently(const replay_site *rs, uint64_t address, uint64_t p
   return last && age < REUSE_RING && age <= position % REUSE_BLOCK;
 }
 
-static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
-                          uint64_t position, uint64_t *address) {
+/* 1: a reuse, at *address; 0: the odds chose a reuse but none was found (or a step of the
+ * walk); -1: the odds chose a line not touched lately. */
+static int reuse_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
+                         uint64_t position, uint64_t *address) {
   uint64_t r = mix((uint64_t)id << 40 ^ position ^ 0x2545F4914F6CDD1Dull);
   uint64_t pick = r % site->reuse_accesses;
   for (int size = 0; size < MS_PSNAP_REUSE_SIZES; size++)
@@ -213,7 +248,7 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
         pick -= site->reuse[size][b];
         continue;
       }
-      if (b == 0 && site->stride_count && !site->reuse_at_jumps) return false; /* a step */
+      if (b == 0 && site->stride_count && !site->reuse_at_jumps) return 0; /* a step */
       /* The measured time is since the line's last touch: a position whose line was
        * touched again later would be a shorter reuse (a tree's root, in the ring many
        * times), so up to 32 positions of the bin are tried for one that was the last. */
@@ -236,45 +271,235 @@ static bool reuse_address(const ms_psnap_site *site, const replay_site *rs, uint
             (target - site->first_address) % site->alignment)
           continue;
         *address = target;
-        return true;
+        return 1;
       }
-      return false;
+      return 0;
     }
-  return false;
+  return -1;
 }
 
 /* A draw from the histogram for an access that the reuse odds made fresh: a line the site
  * did not touch in its last REUSE_RING accesses (a few draws at most). Without this a
  * fresh draw over a range that the cache holds much of was a hit: bintree's replay had
  * an L1 hit rate 14 points above the program's on a 32 KiB L1. */
-static uint64_t fresh_address(const ms_psnap_site *site, const replay_site *rs, uint32_t id,
+/* First touches: the next line in a bin of the eighth's histogram beyond those the site
+ * has taken there (in address order: what matters to a cache is that they are new, and
+ * how many). The count per bin is state from the thread's start, which only replay with
+ * shared lines has (it seeks by replaying the thread): a profile states first touches
+ * only with shared odds. Lines taken at a pace prorated from the counts instead collided
+ * (two draws on one line before the pace moved on): gather's replay then had a third
+ * fewer first touches early and as many more short reuses. */
+/* Whether the thread's replay touched the 64-byte line of `address` within the last 2^18
+ * accesses or so (as far as the direct-mapped table remembers). */
+static bool touched_lately(const shared_lines *g, uint64_t address) {
+  uint64_t line = address >> 6;
+  size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+  return g->latest[slot].line == line + 1;
+}
+
+static bool swept_address(const ms_psnap_site *site, replay_site *rs, const shared_lines *g,
+                          uint32_t id, uint64_t position, uint64_t *address) {
+  uint64_t eighth = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
+  if (eighth >= MS_PSNAP_SEGMENTS) eighth = MS_PSNAP_SEGMENTS - 1;
+  if (!site->histogram || !rs->histogram_total[eighth]) return false;
+  uint64_t r = mix((uint64_t)id << 40 ^ position ^ 0x7F4A7C159E3779B9ull);
+  const uint64_t *histogram = site->histogram[eighth];
+  uint64_t pick = r % rs->histogram_total[eighth];
+  int bin = 0;
+  while (bin < MS_PSNAP_HISTOGRAM_BINS - 1 && pick >= histogram[bin])
+    pick -= histogram[bin++];
+  /* the bin's addresses first + k * alignment, in units of one 64-byte line (or of one
+   * address, when the alignment is wider) */
+  uint64_t width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  uint64_t low = site->low + (uint64_t)bin * width, high = low + width - 1;
+  if (high > site->high || high < low) high = site->high;
+  uint64_t a = site->alignment ? site->alignment : 1;
+  uint64_t base = site->first_address - (site->first_address - site->low) / a * a; /* >= low */
+  if (high < base) return false;
+  uint64_t k_low = low > base ? (low - base + a - 1) / a : 0, k_high = (high - base) / a;
+  if (k_high < k_low) return false;
+  uint64_t per_unit = a >= 64 ? 1 : (64 + a - 1) / a;
+  /* with an alignment dividing 64, the units are the 64-byte lines themselves */
+  uint64_t line_low = (base + k_low * a) >> 6, line_high = (base + k_high * a) >> 6;
+  bool by_line = a < 64 && 64 % a == 0;
+  uint64_t units = by_line ? line_high - line_low + 1 : (k_high - k_low) / per_unit + 1;
+  /* the line after the previous first touch, with the odds of the program's; else the
+   * bin's lines in a scrambled order (a multiplication by an odd number modulo a power
+   * of two is one-to-one), so that the first touches of a scattering site do not fall on
+   * neighbouring lines, which a cache of 128-byte lines would count once */
+  uint64_t lines = 0;
+  for (int e = 0; e < MS_PSNAP_SEGMENTS; e++)
+    lines += site->new_lines[e];
+  if (rs->first_line && lines && (r >> 24) % lines < site->new_next) {
+    uint64_t from = rs->first_line << 6, to = from + 63; /* line + 1: the next one */
+    if (from >= site->low && from <= site->high) {
+      if (to > site->high) to = site->high;
+      uint64_t k_from = from > base ? (from - base + a - 1) / a : 0, k_to = (to - base) / a;
+      if (k_from <= k_to && base + k_from * a <= to &&
+          !touched_lately(g, base + k_from * a)) {
+        *address = base + (k_from + mix(r) % (k_to - k_from + 1)) * a;
+        rs->first_line = (*address >> 6) + 1;
+        return true;
+      }
+    }
+  }
+  uint64_t span = 1;
+  while (span < units)
+    span *= 2;
+  /* lines the thread touched lately (the next lines of earlier first touches, the walk's
+   * steps) are passed over: taken again, they left a sweep's replay a fifth short of the
+   * program's new lines (test_psnap_format, first_touches_keep_the_pace) */
+  uint64_t unit, k;
+  for (int attempt = 0;; attempt++) {
+    do
+      unit = rs->swept[bin]++ * 0x9E3779B97F4A7C15ull & (span - 1);
+    while (unit >= units);
+    uint64_t line = by_line ? line_low + unit : (base + (k_low + unit * per_unit) * a) >> 6;
+    if (attempt == 8 || !touched_lately(g, line << 6)) break;
+  }
+  if (by_line) {
+    uint64_t from = (line_low + unit) << 6, to = from + 63;
+    if (from < base + k_low * a) from = base + k_low * a;
+    if (to > base + k_high * a) to = base + k_high * a;
+    uint64_t k_from = (from - base + a - 1) / a, k_to = (to - base) / a;
+    if (k_to < k_from) return false;
+    k = k_from + mix(r) % (k_to - k_from + 1);
+  } else {
+    k = k_low + unit * per_unit + mix(r) % per_unit;
+    if (k > k_high) k = k_high;
+  }
+  *address = base + k * a;
+  rs->first_line = (*address >> 6) + 1;
+  return true;
+}
+
+/* Whether access `position` is a first touch: the site's new lines of its eighth of the
+ * run, spread over the eighth's accesses. */
+static bool first_touch(const ms_psnap_site *site, uint32_t id, uint64_t position) {
+  uint64_t g = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
+  if (g >= MS_PSNAP_SEGMENTS) g = MS_PSNAP_SEGMENTS - 1;
+  uint64_t accesses = (g + 1) * site->count / MS_PSNAP_SEGMENTS - g * site->count / MS_PSNAP_SEGMENTS;
+  return site->new_lines[g] && accesses &&
+         mix((uint64_t)id << 40 ^ position ^ 0x3C6EF372FE94F82Bull) % accesses <
+             site->new_lines[g];
+}
+
+static uint64_t fresh_address(const ms_psnap_site *site, const replay_site *rs,
+                              const shared_lines *g, uint64_t older, uint32_t id,
                               uint64_t position) {
   uint64_t address = lossy_address(site, rs, id, position);
-  for (uint64_t attempt = 1; rs->recent && attempt < 8 && touched_recently(rs, address, position);
-       attempt++)
+  for (uint64_t attempt = 1; attempt < 8; attempt++) {
+    bool recent = rs->recent && touched_recently(rs, address, position);
+    if (!recent && g && older) {
+      uint64_t line = address >> 6;
+      size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+      recent = g->latest[slot].line == line + 1 && g->now - g->latest[slot].when < older;
+    }
+    if (!recent) break;
     address = lossy_address(site, rs, id, position ^ attempt << 56);
+  }
   return address;
 }
 
-static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, uint32_t id,
-                           uint64_t position) {
+/* Shared odds: 1, a line of the site's range that the thread last touched 2^b to
+ * 2^(b+1) - 1 accesses before (at *address: that access's address when the site could
+ * have made it, else the site's first address in that line); 0, the odds chose such a
+ * line but none was found (or there are no shared odds); -1, the odds chose a line no
+ * access touched within 2^19. */
+static int shared_address(const ms_psnap_site *site, const shared_lines *g, uint32_t id,
+                          uint64_t position, uint64_t *address, uint64_t *older) {
+  if (!g || !site->shared_accesses) return 0;
+  uint64_t r = mix((uint64_t)id << 40 ^ position ^ 0x1B873593CC9E2D51ull);
+  uint64_t pick = r % site->shared_accesses;
+  int b = 0;
+  while (b < MS_PSNAP_SHARED_BINS && pick >= site->shared[b])
+    pick -= site->shared[b++];
+  if (b == MS_PSNAP_SHARED_BINS) return -1;
+  uint64_t a = site->alignment ? site->alignment : 1;
+  uint64_t base = site->first_address - (site->first_address - site->low) / a * a;
+  uint64_t segment = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
+  if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1;
+  const uint64_t *histogram = site->histogram ? site->histogram[segment] : NULL;
+  uint64_t width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  /* times drawn in the bin (each one in turn when the bin is small) */
+  uint64_t span = (uint64_t)1 << b, offset = mix(r) & (span - 1);
+  for (uint64_t attempt = 0; attempt < (span < 64 ? span : 64); attempt++) {
+    uint64_t t = span + (span <= 64 ? (offset + attempt) % span : mix(r + attempt) & (span - 1));
+    if (t > g->now) continue;
+    uint64_t when = g->now - t, candidate = g->ring[when % SHARED_RING], line = candidate >> 6;
+    size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+    if (g->latest[slot].line != line + 1 || g->latest[slot].when != when) continue;
+    uint64_t from = line << 6, to = from + 63;
+    if (to < site->low || from > site->high) continue;
+    /* and in a bin of the histogram that the site touches in this eighth of its run (a
+     * range over two arrays, read one after the other, holds lines of the other one) */
+    if (histogram) {
+      uint64_t at = candidate < site->low ? site->low : candidate > site->high ? site->high : candidate;
+      if (!histogram[(at - site->low) / width]) continue;
+    }
+    /* the half touched last, with the program's odds, else the other one (a cache of
+     * 32-byte lines tells them apart) */
+    bool same = mix(r ^ when) % site->shared[b] < site->shared_same[b];
+    if (same && candidate >= site->low && candidate <= site->high && (candidate - base) % a == 0) {
+      *address = candidate;
+      return 1;
+    }
+    uint64_t half = (candidate & 32) ^ (same ? 0 : 32);
+    for (int whole = 0; whole < 2; whole++) { /* the half, else the whole line */
+      uint64_t lo = whole ? from : from + half, hi = whole ? to : from + half + 31;
+      if (lo < base) lo = base;
+      if (hi > site->high) hi = site->high;
+      uint64_t k = lo > base ? (lo - base + a - 1) / a : 0;
+      if (lo > hi || base + k * a > hi) continue;
+      uint64_t count = (hi - (base + k * a)) / a + 1;
+      *address = base + (k + mix(r ^ when ^ 1) % count) * a;
+      return 1;
+    }
+  }
+  /* none found (the lines last touched that long ago are rare, most have been touched
+   * since): the site's own model, whose fresh draws then take a line nobody touched
+   * within 2^b (*older). Fresh draws for all (no walk, no own reuse) took cg's mean L1
+   * error from 0.5 to 2.2 points: its insertion sort's walk kept to its rows; own fresh
+   * draws without the condition left gather's replay 4.6 points too many L1 hits. */
+  *older = span;
+  return 0;
+}
+
+static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, const shared_lines *g,
+                           uint32_t id, uint64_t position) {
   uint64_t address = 0;
-  int jump = 1;
-  if (rs->ring && !site->reuse_at_jumps && reuse_address(site, rs, id, position, &address))
-    jump = 0; /* the odds of every access, before the walk */
-  else if (site->stride_count && site->count >= 2 &&
-           position % (rs->ring ? REUSE_BLOCK : LOSSY_BLOCK) != 0) {
-    uint64_t pick = mix((uint64_t)id << 40 ^ position ^ 0x5851F42D4C957F2Dull) % (site->count - 1);
-    uint32_t i = 0;
-    while (i < site->stride_count && pick >= site->top_stride_times[i])
-      pick -= site->top_stride_times[i++];
-    uint64_t step = rs->walk_address + (uint64_t)(i < site->stride_count ? site->top_stride[i] : 0);
-    if (i < site->stride_count && step >= site->low && step <= site->high) address = step, jump = 0;
+  int jump = 1, reuse = 0, shared = 0;
+  uint64_t older = 0;
+  /* a first touch; else a line shared with the thread's other accesses, or a fresh draw
+   * when the odds say nobody touched it lately; else the site's own reuse odds of every
+   * access, or a step of its walk */
+  if (rs->swept && first_touch(site, id, position) &&
+      swept_address(site, rs, g, id, position, &address))
+    jump = 0;
+  else if ((shared = shared_address(site, g, id, position, &address, &older)) != 0) {
+    jump = 0;
+    if (shared < 0) address = fresh_address(site, rs, g, 0, id, position);
+  } else {
+    if (rs->ring && !site->reuse_at_jumps) reuse = reuse_address(site, rs, id, position, &address);
+    if (reuse > 0)
+      jump = 0;
+    else if (site->stride_count && site->count >= 2 &&
+             position % (rs->ring ? REUSE_BLOCK : LOSSY_BLOCK) != 0) {
+      uint64_t pick =
+          mix((uint64_t)id << 40 ^ position ^ 0x5851F42D4C957F2Dull) % (site->count - 1);
+      uint32_t i = 0;
+      while (i < site->stride_count && pick >= site->top_stride_times[i])
+        pick -= site->top_stride_times[i++];
+      uint64_t step =
+          rs->walk_address + (uint64_t)(i < site->stride_count ? site->top_stride[i] : 0);
+      if (i < site->stride_count && step >= site->low && step <= site->high)
+        address = step, jump = 0;
+    }
   }
   /* a jump: with the reuse odds of the site's jumps, one of its own recent lines again */
   if (jump &&
-      !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address)))
-    address = fresh_address(site, rs, id, position);
+      !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address) > 0))
+    address = fresh_address(site, rs, g, older, id, position);
   rs->walk_address = address;
   if (rs->ring) {
     rs->ring[position % REUSE_RING] = address;
@@ -297,7 +522,7 @@ int ms_psnap_lossy_addresses(const ms_psnap_site *site, uint32_t id, uint64_t fr
   }
   uint64_t block = rs.ring ? REUSE_BLOCK : site->stride_count ? LOSSY_BLOCK : 1;
   for (uint64_t p = from - from % block; p < from + n; p++) {
-    uint64_t address = lossy_next(site, &rs, id, p);
+    uint64_t address = lossy_next(site, &rs, NULL, id, p);
     if (p >= from) out[p - from] = address;
   }
   free(rs.ring);
@@ -316,7 +541,7 @@ static void site_seek(replay *r, uint32_t id, uint64_t position) {
     uint64_t last = position - 1;
     uint64_t block = rs->ring ? REUSE_BLOCK : site->stride_count ? LOSSY_BLOCK : 1;
     for (uint64_t p = last - last % block; p <= last; p++)
-      rs->last_address = lossy_next(site, rs, id, p);
+      rs->last_address = lossy_next(site, rs, NULL, id, p);
   }
   if (site->lossy || site->addresses) return;
   rs->next_address =
@@ -334,8 +559,10 @@ static inline uint64_t site_next(replay *r, uint32_t id) {
      * the anchor left out of the selection, a draw from its histogram (no walk of its own,
      * so that seeking needs none) */
     const replay_site *anchor =
-        site->tied && (!r->mask || r->mask[site->tie_site]) ? &r->sites[site->tie_site] : NULL;
-    uint64_t address = !site->tied ? lossy_next(site, rs, id, position)
+        site->tied && (!r->mask || r->mask[site->tie_site] || r->shared.ring)
+            ? &r->sites[site->tie_site]
+            : NULL;
+    uint64_t address = !site->tied ? lossy_next(site, rs, r->shared.ring ? &r->shared : NULL, id, position)
                        : anchor && anchor->position
                            ? anchor->last_address + (uint64_t)site->tie_delta
                            : lossy_address(site, rs, id, position);
@@ -365,6 +592,7 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
     for (size_t i = 0; i < n; i++) {
       out[i] = model;
       out[i].address = site_next(r, id);
+      if (r->shared.ring) shared_push(&r->shared, out[i].address);
     }
     return n;
   }
@@ -388,6 +616,8 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
     rs->stride_left -= k;
   }
   rs->position += n;
+  for (size_t j = 0; r->shared.ring && j < n; j++)
+    shared_push(&r->shared, out[j].address);
   return n;
 }
 
@@ -465,6 +695,10 @@ static void load_period(replay *r, const ms_psnap_thread_order *order, uint32_t 
 static int start_thread(replay *r, uint32_t t) {
   r->thread = t;
   r->run_left = 0;
+  if (r->shared.ring) {
+    r->shared.now = 0;
+    memset(r->shared.latest, 0, SHARED_SLOTS * sizeof *r->shared.latest);
+  }
   const ms_psnap_thread_order *order = &r->profile.threads[t];
   if (r->order_ready) ms_expr_cursor_free(&r->order);
   r->order_ready = 0;
@@ -896,6 +1130,8 @@ static int replay_next(ms_source *source, ms_batch *batch) {
     if (r->run_left == 0) {
       size_t fast = emit_iterations(r, batch->accesses + n, capacity - n);
       if (fast) {
+        for (size_t j = 0; r->shared.ring && j < fast; j++)
+          shared_push(&r->shared, batch->accesses[n + j].address);
         n += fast;
         continue;
       }
@@ -905,6 +1141,13 @@ static int replay_next(ms_source *source, ms_batch *batch) {
       if (rc == 0) break;
     }
     uint32_t site = r->run_site;
+    if (r->mask && !r->mask[site] && r->shared.ring) {
+      /* made and left out: the sites kept may share their lines */
+      size_t k = r->run_left < r->scratch_capacity ? (size_t)r->run_left : r->scratch_capacity;
+      site_emit(r, site, r->scratch, k);
+      r->run_left -= k;
+      continue;
+    }
     if (r->mask && !r->mask[site]) {
       r->sites[site].position += r->run_left;
       r->sites[site].stride_left = 0;
@@ -922,6 +1165,33 @@ static int replay_next(ms_source *source, ms_batch *batch) {
 }
 
 /* Positions replay before selected access `index`. */
+/* With shared odds a site's addresses depend on every access of its thread before: the
+ * thread is replayed from its start and the first `index` selected accesses dropped. */
+static int seek_by_replay(replay *r, uint32_t t, uint64_t index) {
+  for (uint32_t s = 0; s < r->profile.site_count; s++)
+    if (r->profile.sites[s].thread == t) {
+      site_seek(r, s, 0);
+      r->sites[s].walk_address = r->sites[s].last_address = 0;
+      if (r->sites[s].recent)
+        memset(r->sites[s].recent, 0, RECENT_SETS * RECENT_WAYS * sizeof *r->sites[s].recent);
+      if (r->sites[s].swept)
+        memset(r->sites[s].swept, 0, MS_PSNAP_HISTOGRAM_BINS * sizeof *r->sites[s].swept);
+      r->sites[s].first_line = 0;
+    }
+  ms_batch batch;
+  int rc = ms_batch_init(&batch, 0);
+  uint64_t remaining = r->remaining;
+  while (rc >= 0 && index > 0) {
+    r->remaining = index < batch.capacity ? index : batch.capacity;
+    rc = replay_next(&r->source, &batch);
+    if (rc == 0) break;
+    index -= batch.count;
+  }
+  r->remaining = remaining;
+  ms_batch_free(&batch);
+  return rc < 0 ? rc : 0;
+}
+
 static int replay_seek(ms_source *source, uint64_t index) {
   replay *r = (replay *)source;
   ms_psnap_profile *p = &r->profile;
@@ -935,6 +1205,7 @@ static int replay_seek(ms_source *source, uint64_t index) {
   }
   int rc = start_thread(r, t);
   if (rc < 0) return rc;
+  if (r->shared.ring) return seek_by_replay(r, t, index);
   const ms_psnap_thread_order *order = &p->threads[t];
   uint64_t *positions = calloc(p->site_count ? p->site_count : 1, sizeof *positions);
   if (!positions) return ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -962,6 +1233,7 @@ static void replay_destroy(ms_source *source) {
     ms_expr_cursor_free(&r->sites[s].strides);
     free(r->sites[s].ring);
     free(r->sites[s].recent);
+    free(r->sites[s].swept);
   }
   for (uint32_t t = 0; r->weights && t < r->profile.thread_count; t++)
     free(r->weights[t]);
@@ -978,6 +1250,9 @@ static void replay_destroy(ms_source *source) {
   free(r->by_source);
   free(r->source_start);
   free(r->source_next);
+  free(r->shared.ring);
+  free(r->shared.latest);
+  free(r->scratch);
   ms_psnap_profile_free(&r->profile);
   ms_stream_info_clear(&r->source.info);
   free(r);
@@ -985,6 +1260,13 @@ static void replay_destroy(ms_source *source) {
 
 static const ms_source_ops replay_ops = {
     .next = replay_next, .seek = replay_seek, .destroy = replay_destroy};
+
+static uint64_t new_lines_of(const ms_psnap_site *site) {
+  uint64_t lines = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+    lines += site->new_lines[g];
+  return lines;
+}
 
 static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
   ms_psnap_profile *p = &r->profile;
@@ -1016,6 +1298,24 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
       for (int b = 0; b < MS_PSNAP_HISTOGRAM_BINS; b++)
         r->sites[s].histogram_total[g] += p->sites[s].histogram ? p->sites[s].histogram[g][b] : 0;
     if (r->mask[s]) r->thread_selected[p->sites[s].thread] += p->sites[s].count;
+  }
+  for (uint32_t s = 0; s < p->site_count && !r->shared.ring; s++)
+    if (p->sites[s].lossy && !p->sites[s].tied &&
+        (p->sites[s].shared_accesses || new_lines_of(&p->sites[s]))) {
+      r->shared.ring = malloc(SHARED_RING * sizeof *r->shared.ring);
+      r->shared.latest = calloc(SHARED_SLOTS, sizeof *r->shared.latest);
+      r->scratch_capacity = MS_BATCH_CAPACITY;
+      r->scratch = malloc(r->scratch_capacity * sizeof *r->scratch);
+      if (!r->shared.ring || !r->shared.latest || !r->scratch)
+        return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    }
+  for (uint32_t s = 0; s < p->site_count && r->shared.ring; s++) {
+    uint64_t lines = 0;
+    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+      lines += p->sites[s].new_lines[g];
+    if (lines && p->sites[s].lossy && !p->sites[s].tied &&
+        !(r->sites[s].swept = calloc(MS_PSNAP_HISTOGRAM_BINS, sizeof *r->sites[s].swept)))
+      return ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
   uint64_t total = 0;
   for (uint32_t t = 0; t < p->thread_count; t++) {

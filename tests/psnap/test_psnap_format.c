@@ -3,6 +3,7 @@
  * stream is regular; text -> parse -> text is identical; seeking gives the same accesses
  * as replaying from the start; an edited count or stride changes the replay; malformed
  * profiles are rejected with file, line and column. */
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,6 +142,20 @@ static char *without_line(const char *text, const char *key) {
 
 /* A replay of `text` started at each of `starts` (at most `count` accesses) gives the
  * accesses of the whole replay from there. */
+/* The text without its sites' `shared` and `first-touch` lines: each lossy site then
+ * replays by its own model (walk, reuse odds), the fallback of the shared one. */
+static char *own_model(char *text) {
+  for (;;) {
+    const char *key = strstr(text, "\n  shared ") ? "\n  shared "
+                      : strstr(text, "\n  first-touch ") ? "\n  first-touch "
+                                                         : NULL;
+    if (!key) return text;
+    char *shorter = without_line(text, key);
+    free(text);
+    text = shorter;
+  }
+}
+
 static void assert_seeks_match(const char *text, const stream *whole, const uint64_t *starts,
                                size_t n, uint64_t count) {
   for (size_t k = 0; k < n; k++) {
@@ -622,6 +637,7 @@ static void lossy_sites_walk_their_strides(void **state) {
   char *again = to_text(&parsed);
   assert_string_equal(again, text);
   free(again);
+  text = own_model(text);
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
   assert_int_equal(whole.count, N);
@@ -756,6 +772,7 @@ static void lossy_sites_reuse_their_lines(void **state) {
   char *again = to_text(&parsed);
   assert_string_equal(again, text);
   free(again);
+  text = own_model(text);
   ms_psnap_profile_free(&parsed);
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
@@ -816,6 +833,7 @@ static void jumps_reuse_their_lines(void **state) {
   char *again = to_text(&parsed);
   assert_string_equal(again, text);
   free(again);
+  text = own_model(text);
   ms_psnap_profile_free(&parsed);
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
@@ -838,6 +856,162 @@ static void jumps_reuse_their_lines(void **state) {
   free(whole.accesses);
   free(text);
   free(s.accesses);
+}
+
+
+/* Of the accesses of `site`, the share whose 64-byte line any access touched within the
+ * `window` accesses before. */
+static double site_line_reuse(const stream *s, uint32_t site, size_t window) {
+  size_t reused = 0, total = 0;
+  for (size_t i = 0; i < s->count; i++) {
+    if (s->accesses[i].site != site) continue;
+    total++;
+    for (size_t k = 1; k <= window && k <= i; k++)
+      if (s->accesses[i - k].address >> 6 == s->accesses[i].address >> 6) {
+        reused++;
+        break;
+      }
+  }
+  return total ? (double)reused / (double)total : 0;
+}
+
+/* Site 1 reads the line that site 0 (random in 1 MiB) touched 1 to 24 accesses before it:
+ * on its own it seldom reuses its lines, so its own model replays mostly fresh ones; with the
+ * `shared` odds it takes lines its thread touched that long ago, as the program did.
+ * Replay from anywhere and selections give the same addresses as a replay from the start
+ * (the thread is replayed from its start), and the text round-trips. */
+static void lossy_sites_share_lines_with_their_thread(void **state) {
+  (void)state;
+  enum { N = 30000 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t history[32] = {0}, x = 5;
+  for (int i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t a = 0x3000000 + (x >> 20) % (1 << 17) * 8;
+    history[i % 32] = a;
+    emit(&s, 0, 0, a, 8, MS_LOAD);
+    uint64_t back = 1 + (x >> 8) % 12, line = i >= 12 ? history[(i - back + 32) % 32] >> 6 : a >> 6;
+    emit(&s, 1, 0, (line << 6) + (x >> 50) % 8 * 8, 8, MS_LOAD);
+  }
+  ms_psnap_profile built = build(&s, 0);
+  assert_true(built.sites[1].lossy && !built.sites[1].tied);
+  assert_true(built.sites[1].shared_accesses > 0);
+  char *text = to_text(&built);
+  ms_psnap_profile_free(&built);
+  assert_non_null(strstr(text, "\n  shared "));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_profile_free(&parsed);
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  assert_int_equal(whole.count, 2 * N);
+  char *own = own_model(strdup(text));
+  stream alone = replay(own, &all);
+  double program = site_line_reuse(&s, 1, 64), replayed = site_line_reuse(&whole, 1, 64),
+         walked = site_line_reuse(&alone, 1, 64);
+  print_message("site 1 on a line touched within 64 accesses: program %.3f, replay %.3f, its "
+                "own model %.3f\n",
+                program, replayed, walked);
+  assert_true(program > 0.99);
+  assert_true(replayed > 0.9);
+  assert_true(program - walked > 0.5);
+  const uint64_t starts[] = {1, 2, 777, 16384, 40001, 59990};
+  assert_seeks_match(text, &whole, starts, sizeof starts / sizeof *starts, 500);
+  /* site 1 alone: its addresses, in order, and from anywhere */
+  uint8_t mask[2] = {0, 1};
+  ms_psnap_replay_options only = {.site_mask = mask};
+  stream selected = replay(text, &only);
+  assert_int_equal(selected.count, N);
+  for (size_t i = 0, j = 0; i < whole.count; i++)
+    if (whole.accesses[i].site == 1) assert_int_equal(selected.accesses[j++].address, whole.accesses[i].address);
+  ms_psnap_replay_options later = {.site_mask = mask, .from = 12345, .count = 100};
+  stream part = replay(text, &later);
+  for (size_t i = 0; i < part.count; i++)
+    assert_int_equal(part.accesses[i].address, selected.accesses[12345 + i].address);
+  static const char *const edits[][3] = {
+      {"\n  shared ", "\n  shared 0 ", "shared: 0 accesses measured"},
+      {" same ", " sane ", "shared: expected 'same'"},
+      {"\n  shared ", "\n  shared 99999999999 ", "shared: 99999999999 accesses of"}};
+  for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+    char *bad = replace(text, edits[e][0], edits[e][1]);
+    expect_rejected(bad, edits[e][2]);
+    free(bad);
+  }
+  free(part.accesses), free(selected.accesses), free(alone.accesses), free(whole.accesses);
+  free(own), free(text), free(s.accesses);
+}
+
+/* How many accesses from..to-1 of s touched a 64-byte line no earlier access touched. */
+static size_t new_lines_between(const stream *s, size_t from, size_t to) {
+  size_t count = 0, capacity = 1 << 20;
+  uint64_t *seen = calloc(capacity, sizeof *seen); /* open addressing, line + 1 */
+  for (size_t i = 0; i < to && i < s->count; i++) {
+    uint64_t line = (s->accesses[i].address >> 6) + 1, slot = line * 0x9e3779b97f4a7c15ull >> 44;
+    while (seen[slot] && seen[slot] != line)
+      slot = (slot + 1) & (capacity - 1);
+    if (!seen[slot]) seen[slot] = line, count += i >= from;
+  }
+  free(seen);
+  return count;
+}
+
+/* A site that moves on through 1 MiB, each access 0 to 504 bytes behind a front that
+ * advances 8 bytes per access: one new line per 8 accesses, the others on its last 8
+ * lines. Its first touches replay at that pace, in each half of the run, and its other
+ * accesses reuse lines as often as the program's. */
+static void first_touches_keep_the_pace(void **state) {
+  (void)state;
+  enum { N = 100000 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = 11, front = 0x5000000 + 512;
+  for (int i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    front += 8;
+    emit(&s, 0, 0, front - (x >> 40) % 64 * 8, 8, MS_LOAD);
+  }
+  ms_psnap_profile built = build(&s, 0);
+  assert_true(built.sites[0].lossy);
+  uint64_t lines = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+    lines += built.sites[0].new_lines[g];
+  print_message("new lines: %" PRIu64 " (%d accesses, %" PRIu64 " after the previous one)\n",
+                lines, N, built.sites[0].new_next);
+  assert_true(lines > N / 8 * 9 / 10 && lines <= N / 8 + 16);
+  assert_true(built.sites[0].new_next > lines / 3); /* the front line, or one skipped */
+  char *text = to_text(&built);
+  ms_psnap_profile_free(&built);
+  assert_non_null(strstr(text, "\n  first-touch "));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_profile_free(&parsed);
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  /* new lines in each half of the run, and the lines reused within 128 accesses */
+  for (int half = 0; half < 2; half++) {
+    size_t program = new_lines_between(&s, half * N / 2, (half + 1) * N / 2),
+           replayed = new_lines_between(&whole, half * N / 2, (half + 1) * N / 2);
+    print_message("new lines in half %d: program %zu, replay %zu\n", half, program, replayed);
+    assert_true(replayed * 20 > program * 19 && replayed * 20 < program * 21);
+  }
+  double program = line_reuse(&s, 128), replayed = line_reuse(&whole, 128);
+  print_message("lines touched again within 128 accesses: program %.3f, replay %.3f\n", program,
+                replayed);
+  assert_true(fabs(replayed - program) < 0.03);
+  const uint64_t starts[] = {1, 5000, 77777};
+  assert_seeks_match(text, &whole, starts, sizeof starts / sizeof *starts, 300);
+  static const char *const edits[][3] = {
+      {" next ", " nest ", "first-touch: expected 'next'"},
+      {"\n  first-touch ", "\n  first-touch 0 0 0 0 0 0 0 0 next 0\n  x ", "no new lines"}};
+  for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+    char *bad = replace(text, edits[e][0], edits[e][1]);
+    expect_rejected(bad, edits[e][2]);
+    free(bad);
+  }
+  free(whole.accesses), free(text), free(s.accesses);
 }
 
 static void expect_rejected(const char *text, const char *where) {
@@ -1074,6 +1248,8 @@ int main(void) {
       cmocka_unit_test(tied_sites_follow_their_anchor),
       cmocka_unit_test(ties_reach_back_to_the_same_address),
       cmocka_unit_test(lossy_order_periods_keep_phases),
+      cmocka_unit_test(lossy_sites_share_lines_with_their_thread),
+      cmocka_unit_test(first_touches_keep_the_pace),
       cmocka_unit_test(tie_cycles_break_at_the_weaker_site),
       cmocka_unit_test(lossy_sites_reuse_their_lines),
       cmocka_unit_test(jumps_reuse_their_lines),
