@@ -76,6 +76,19 @@ static json_object *site_json(const ms_psnap_profile *p, uint32_t s) {
     json_object_object_add(reuse, "at_jumps", json_object_new_boolean(site->reuse_at_jumps));
     json_object_object_add(o, "reuse", reuse);
   }
+  uint64_t lines = 0, shared = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+    lines += site->new_lines[g];
+  for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++)
+    shared += site->shared[b];
+  if (site->shared_accesses || lines) {
+    json_object *touches = json_object_new_object();
+    json_object_object_add(touches, "measured", u64(site->shared_accesses));
+    json_object_object_add(touches, "shared", u64(shared));
+    json_object_object_add(touches, "new_lines", u64(lines));
+    json_object_object_add(touches, "new_lines_next", u64(site->new_next));
+    json_object_object_add(o, "lines", touches);
+  }
   return o;
 }
 
