@@ -55,11 +55,15 @@ typedef struct shared_lines {
   } * latest;
 } shared_lines;
 
+/* The slot of a 64-byte line in `latest`. */
+static size_t latest_slot(uint64_t line) {
+  return (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+}
+
 static void shared_push(shared_lines *g, uint64_t address) {
   g->ring[g->now % SHARED_RING] = address;
-  uint64_t line = address >> 6;
-  size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
-  g->latest[slot].line = line + 1;
+  size_t slot = latest_slot(address >> 6);
+  g->latest[slot].line = (address >> 6) + 1;
   g->latest[slot].when = g->now++;
 }
 
@@ -293,7 +297,7 @@ static int reuse_address(const ms_psnap_site *site, const replay_site *rs, uint3
  * accesses or so (as far as the direct-mapped table remembers). */
 static bool touched_lately(const shared_lines *g, uint64_t address) {
   uint64_t line = address >> 6;
-  size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+  size_t slot = latest_slot(line);
   return g->latest[slot].line == line + 1;
 }
 
@@ -392,7 +396,7 @@ static uint64_t fresh_address(const ms_psnap_site *site, const replay_site *rs,
     bool recent = rs->recent && touched_recently(rs, address, position);
     if (!recent && g && older) {
       uint64_t line = address >> 6;
-      size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+      size_t slot = latest_slot(line);
       recent = g->latest[slot].line == line + 1 && g->now - g->latest[slot].when < older;
     }
     if (!recent) break;
@@ -427,7 +431,7 @@ static int shared_address(const ms_psnap_site *site, const shared_lines *g, uint
     uint64_t t = span + (span <= 64 ? (offset + attempt) % span : mix(r + attempt) & (span - 1));
     if (t > g->now) continue;
     uint64_t when = g->now - t, candidate = g->ring[when % SHARED_RING], line = candidate >> 6;
-    size_t slot = (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
+    size_t slot = latest_slot(line);
     if (g->latest[slot].line != line + 1 || g->latest[slot].when != when) continue;
     uint64_t from = line << 6, to = from + 63;
     if (to < site->low || from > site->high) continue;
