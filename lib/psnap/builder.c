@@ -136,8 +136,9 @@ typedef struct transition {
  * raised the L1 error (gzip 1.1 -> 2.8, sqlite3 1.6 -> 3.6): the order's interleaving
  * then showed that the sites did not share their lines. Since lossy sites take lines
  * shared with the thread's other accesses (`shared` odds), 64 periods are the default
- * (512 with --lossless): mean L2 error bzip2 3.1 -> 0.42, sort 15.3 -> 2.2, xz 13.2 -> 3.8,
- * cg 12.5 -> 5.8; 512 gave about the same for up to 5x larger profiles. */
+ * (512 with --lossless): with both, mean L2 error bzip2 3.1 -> 0.63, sort 15.3 -> 4.5,
+ * xz 13.2 -> 7.3, cg 12.5 -> 4.0 (docs/accuracy.md); 512 periods gave about the same for
+ * profiles 1.6-3.5x larger. */
 #define PERIOD_FIRST 1024
 
 /* The latest access of a thread to an address, by a hash of the address (direct mapped):
