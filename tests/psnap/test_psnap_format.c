@@ -105,6 +105,19 @@ static ms_psnap_profile parse(const char *text) {
   return p;
 }
 
+/* The text of `built` (freed), which holds `line` and parses back to the same text. */
+static char *round_trip(ms_psnap_profile *built, const char *line) {
+  char *text = to_text(built);
+  ms_psnap_profile_free(built);
+  assert_non_null(strstr(text, line));
+  ms_psnap_profile parsed = parse(text);
+  char *again = to_text(&parsed);
+  assert_string_equal(again, text);
+  free(again);
+  ms_psnap_profile_free(&parsed);
+  return text;
+}
+
 /* All accesses of a replay of `text` with options, in batches of `capacity`. */
 static stream replay_in(const char *text, const ms_psnap_replay_options *options, size_t capacity) {
   ms_psnap_profile p = parse(text);
@@ -765,15 +778,7 @@ static void lossy_sites_reuse_their_lines(void **state) {
   assert_true(built.sites[0].lossy && built.sites[0].reuse_accesses > 0);
   assert_true(plain.sites[0].lossy && plain.sites[0].reuse_accesses == 0);
   ms_psnap_profile_free(&plain);
-  char *text = to_text(&built);
-  ms_psnap_profile_free(&built);
-  assert_non_null(strstr(text, "\n  reuse "));
-  ms_psnap_profile parsed = parse(text);
-  char *again = to_text(&parsed);
-  assert_string_equal(again, text);
-  free(again);
-  text = own_model(text);
-  ms_psnap_profile_free(&parsed);
+  char *text = own_model(round_trip(&built, "\n  reuse "));
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
   assert_int_equal(whole.count, N);
@@ -826,15 +831,7 @@ static void jumps_reuse_their_lines(void **state) {
   assert_true(built.sites[0].lossy && built.sites[0].stride_count >= 1);
   assert_int_equal(built.sites[0].top_stride[0], -4);
   assert_true(built.sites[0].reuse_at_jumps && built.sites[0].reuse_accesses > 0);
-  char *text = to_text(&built);
-  ms_psnap_profile_free(&built);
-  assert_non_null(strstr(text, "\n  reuse jumps "));
-  ms_psnap_profile parsed = parse(text);
-  char *again = to_text(&parsed);
-  assert_string_equal(again, text);
-  free(again);
-  text = own_model(text);
-  ms_psnap_profile_free(&parsed);
+  char *text = own_model(round_trip(&built, "\n  reuse jumps "));
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
   char *without = without_line(text, "\n  reuse ");
@@ -896,14 +893,7 @@ static void lossy_sites_share_lines_with_their_thread(void **state) {
   ms_psnap_profile built = build(&s, 0);
   assert_true(built.sites[1].lossy && !built.sites[1].tied);
   assert_true(built.sites[1].shared_accesses > 0);
-  char *text = to_text(&built);
-  ms_psnap_profile_free(&built);
-  assert_non_null(strstr(text, "\n  shared "));
-  ms_psnap_profile parsed = parse(text);
-  char *again = to_text(&parsed);
-  assert_string_equal(again, text);
-  free(again);
-  ms_psnap_profile_free(&parsed);
+  char *text = round_trip(&built, "\n  shared ");
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
   assert_int_equal(whole.count, 2 * N);
@@ -980,14 +970,7 @@ static void first_touches_keep_the_pace(void **state) {
                 lines, N, built.sites[0].new_next);
   assert_true(lines > N / 8 * 9 / 10 && lines <= N / 8 + 16);
   assert_true(built.sites[0].new_next > lines / 3); /* the front line, or one skipped */
-  char *text = to_text(&built);
-  ms_psnap_profile_free(&built);
-  assert_non_null(strstr(text, "\n  first-touch "));
-  ms_psnap_profile parsed = parse(text);
-  char *again = to_text(&parsed);
-  assert_string_equal(again, text);
-  free(again);
-  ms_psnap_profile_free(&parsed);
+  char *text = round_trip(&built, "\n  first-touch ");
   ms_psnap_replay_options all = {0};
   stream whole = replay(text, &all);
   /* new lines in each half of the run, and the lines reused within 128 accesses */
