@@ -66,13 +66,6 @@ static double shared_share(const ms_psnap_site *site) {
   return site->shared_accesses ? 100.0 * (double)near / (double)site->shared_accesses : 0;
 }
 
-static uint64_t new_lines(const ms_psnap_site *site) {
-  uint64_t lines = 0;
-  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
-    lines += site->new_lines[g];
-  return lines;
-}
-
 static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
   const ms_psnap_site *site = &p->sites[s];
   const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
@@ -95,10 +88,10 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
     if (site->lossy && site->reuse_accesses)
       printf("%7s reuses its lines: %.1f%% within 4095 of its accesses%s\n", "", reused_share(site),
              site->reuse_at_jumps ? " (at its jumps)" : "");
-    if (site->lossy && (site->shared_accesses || new_lines(site)))
+    if (site->lossy && (site->shared_accesses || ms_psnap_site_new_lines(site)))
       printf("%7s shares lines: %.1f%% touched by its thread within 1023 accesses; %" PRIu64
              " new lines\n",
-             "", shared_share(site), new_lines(site));
+             "", shared_share(site), ms_psnap_site_new_lines(site));
   } else {
     printf("site s%u: %s\n  thread %u, %s of %u bytes, %" PRIu64 " accesses (%.2f%%)\n"
            "  class %s, %s\n  first address 0x%" PRIx64 "\n",
@@ -129,12 +122,12 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
                "accesses; replay goes back to its own recent addresses with those odds%s\n",
                reused_share(site), site->reuse_at_jumps ? "its jumps" : "its accesses",
                site->reuse_at_jumps ? " when its walk jumps" : "");
-      if (site->shared_accesses || new_lines(site))
+      if (site->shared_accesses || ms_psnap_site_new_lines(site))
         printf("  shared lines: %.1f%% of its accesses touched a line its thread had touched "
                "within 1023 accesses; %" PRIu64 " lines new to the program (%" PRIu64
                " right after the one before); replay takes lines of its thread that far back, "
                "and new lines at that pace, before its own model\n",
-               shared_share(site), new_lines(site), site->new_next);
+               shared_share(site), ms_psnap_site_new_lines(site), site->new_next);
     } else
       printf("  pattern %s\n", pattern ? pattern : "");
   }

@@ -164,6 +164,14 @@ typedef struct ms_psnap_site {
                                                  touched last */
 } ms_psnap_site;
 
+/* A site's first touches over its whole run (0: no first-touch line). */
+static inline uint64_t ms_psnap_site_new_lines(const ms_psnap_site *site) {
+  uint64_t lines = 0;
+  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
+    lines += site->new_lines[g];
+  return lines;
+}
+
 typedef struct ms_psnap_thread_order {
   uint64_t accesses;
   int lossy;           /* the order exceeded its cap: transitions instead */

@@ -76,9 +76,7 @@ static json_object *site_json(const ms_psnap_profile *p, uint32_t s) {
     json_object_object_add(reuse, "at_jumps", json_object_new_boolean(site->reuse_at_jumps));
     json_object_object_add(o, "reuse", reuse);
   }
-  uint64_t lines = 0, shared = 0;
-  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
-    lines += site->new_lines[g];
+  uint64_t lines = ms_psnap_site_new_lines(site), shared = 0;
   for (int b = 0; b < MS_PSNAP_SHARED_BINS; b++)
     shared += site->shared[b];
   if (site->shared_accesses || lines) {

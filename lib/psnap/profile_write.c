@@ -129,10 +129,7 @@ static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *
     }
     fputc('\n', out);
   }
-  uint64_t lines = 0;
-  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
-    lines += site->new_lines[g];
-  if (site->lossy && lines) {
+  if (site->lossy && ms_psnap_site_new_lines(site)) {
     fputs("  first-touch", out);
     for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
       fprintf(out, " %" PRIu64, site->new_lines[g]);

@@ -331,9 +331,7 @@ static bool swept_address(const ms_psnap_site *site, replay_site *rs, const shar
    * bin's lines in a scrambled order (a multiplication by an odd number modulo a power
    * of two is one-to-one), so that the first touches of a scattering site do not fall on
    * neighbouring lines, which a cache of 128-byte lines would count once */
-  uint64_t lines = 0;
-  for (int e = 0; e < MS_PSNAP_SEGMENTS; e++)
-    lines += site->new_lines[e];
+  uint64_t lines = ms_psnap_site_new_lines(site);
   if (rs->first_line && lines && (r >> 24) % lines < site->new_next) {
     uint64_t from = rs->first_line << 6, to = from + 63; /* line + 1: the next one */
     if (from >= site->low && from <= site->high) {
@@ -1265,13 +1263,6 @@ static void replay_destroy(ms_source *source) {
 static const ms_source_ops replay_ops = {
     .next = replay_next, .seek = replay_seek, .destroy = replay_destroy};
 
-static uint64_t new_lines_of(const ms_psnap_site *site) {
-  uint64_t lines = 0;
-  for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
-    lines += site->new_lines[g];
-  return lines;
-}
-
 static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
   ms_psnap_profile *p = &r->profile;
   r->sites = calloc(p->site_count ? p->site_count : 1, sizeof *r->sites);
@@ -1305,7 +1296,7 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
   }
   for (uint32_t s = 0; s < p->site_count && !r->shared.ring; s++)
     if (p->sites[s].lossy && !p->sites[s].tied &&
-        (p->sites[s].shared_accesses || new_lines_of(&p->sites[s]))) {
+        (p->sites[s].shared_accesses || ms_psnap_site_new_lines(&p->sites[s]))) {
       r->shared.ring = malloc(SHARED_RING * sizeof *r->shared.ring);
       r->shared.latest = calloc(SHARED_SLOTS, sizeof *r->shared.latest);
       r->scratch_capacity = MS_BATCH_CAPACITY;
@@ -1314,10 +1305,7 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
         return ms_error_set(MS_ERR_NOMEM, "out of memory");
     }
   for (uint32_t s = 0; s < p->site_count && r->shared.ring; s++) {
-    uint64_t lines = 0;
-    for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
-      lines += p->sites[s].new_lines[g];
-    if (lines && p->sites[s].lossy && !p->sites[s].tied &&
+    if (ms_psnap_site_new_lines(&p->sites[s]) && p->sites[s].lossy && !p->sites[s].tied &&
         !(r->sites[s].swept = calloc(MS_PSNAP_HISTOGRAM_BINS, sizeof *r->sites[s].swept)))
       return ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
