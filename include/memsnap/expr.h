@@ -3,9 +3,9 @@
  *
  * `((+16^15 +48)^127 +16^15 -36816)^16384` is the stride pattern of a loop nest; `(s0 s1
  * s2)^100000` the order of three sites. A leaf is a value repeated (`+8^9`), a group a
- * sequence of nodes repeated (`( ... )^n`); children of a top-level group may change by
- * constant steps from one of its iterations to the next (`{-64,+8}`, `^{9,-1}`: the
- * non-rectangular loops of triangular and trapezoidal nests). Expressions are built bottom
+ * sequence of nodes repeated (`( ... )^n`); children of a group may change by constant
+ * steps from one of its iterations to the next (`{-64,+8}`, `^{9,-1}`: the non-rectangular
+ * loops of triangular and trapezoidal nests, at any depth for doubly triangular ones). Expressions are built bottom
  * up (by hand, or by a fold from a sequence: memsnap/fold.h, ms_fold_expr), parsed from
  * and printed to text, and read by cursors that seek to any element without expanding the
  * elements before it, returning their sum (an address reached) and, for an order, how
@@ -33,8 +33,8 @@ typedef struct ms_expr_node {
   uint32_t count;  /* a group's number of children; 0 for a leaf */
 } ms_expr_node;
 
-/* Steps (non-rectangular loops; children of a top-level group only): in iteration r of that
- * group the value is value + r * value_step and the repeat repeat + r * repeat_step.
+/* Steps (non-rectangular loops; children of a group, not of the root): in iteration r of
+ * that group (counted from 0 at each entry to it) the value is value + r * value_step and the repeat repeat + r * repeat_step.
  * Written `{-64,+8}`, `^{9,-1}` (docs/formats.md). */
 typedef struct ms_expr_steps {
   int64_t value_step;
@@ -83,7 +83,7 @@ MS_API int64_t ms_expr_group(ms_expr *expr, const uint32_t *nodes, uint32_t coun
 /* Sets the top-level sequence and computes lengths and sums; MS_ERR_FORMAT if the
  * number of elements overflows 64 bits. */
 MS_API int ms_expr_finish(ms_expr *expr, const uint32_t *nodes, uint32_t count);
-/* Gives node `id` (a child of a top-level group) steps; checked by ms_expr_finish. */
+/* Gives node `id` (a child of a group, not of the root) steps; checked by ms_expr_finish. */
 MS_API int ms_expr_set_steps(ms_expr *expr, uint32_t id, int64_t value_step, int64_t repeat_step);
 /* Most children the groups with steps may unroll to (MS_ERR_FORMAT beyond). */
 #define MS_EXPR_UNROLL_MAX (1u << 22)

@@ -100,11 +100,12 @@ MS_API uint64_t ms_fold_node_count(const ms_fold *fold);
 /* Depth of group nesting (0 for a sequence of value terms only). */
 MS_API uint32_t ms_fold_depth(const ms_fold *fold);
 
-/* Affine terms (non-rectangular loops): inside the body of a top-level group, a term may
- * change from one iteration of that group to the next by constant steps; in iteration r
- * (0-based) its value is value + r * value_step (wrapping) and its count
- * count + r * count_step (>= 1 in every iteration). Written `{-64,+8}` and `^{9,-1}`.
- * Terms elsewhere (top level, nested bodies) have no steps. The steps live apart
+/* Affine terms (non-rectangular loops): inside the body of a group, a term may change from
+ * one iteration of that group to the next by constant steps; in iteration r (0-based, from
+ * each entry to the group) its value is value + r * value_step (wrapping) and its count
+ * count + r * count_step (>= 1 in every iteration). Written `{-64,+8}` and `^{9,-1}`. A
+ * body with steps may itself be a term with steps of an enclosing body (a doubly
+ * triangular nest: `({+72,-8} ({+0,-8} +8^{1,+1})^{4,+1})^6`). Top-level terms have none. The steps live apart
  * (ms_fold_term_steps) so that a term stays 24 bytes: replay of irregular folds reads one
  * term per element (bench_fold irregular: 240 M elements/s at 24 bytes, 170 M at 40). */
 typedef struct ms_fold_term {

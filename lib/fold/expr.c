@@ -11,13 +11,14 @@
  * are numbered in order of first appearance, so every order starts with one); the
  * parser expands a range into its leaves, so the model does not know ranges.
  *
- * Steps (non-rectangular loops, docs/formats.md): a child of a top-level group may change
- * from one iteration of that group to the next, `{-64,+8}` (value) and `^{9,-1}` (repeat).
- * finish keeps the written tree for the text and builds, for the cursors, a root where each
- * group with steps is unrolled into the children of each of its iterations (new nodes only
- * for the children with steps: the other ids are shared), so that every reader of
- * `root` sees a plain expression. That costs memory per iteration of such a group (the
- * text stays one term per child), bounded by MS_EXPR_UNROLL_MAX.
+ * Steps (non-rectangular loops, docs/formats.md): a child of a group may change from one
+ * iteration of that group to the next, `{-64,+8}` (value) and `^{9,-1}` (repeat), at any
+ * depth. finish keeps the written tree for the text and builds, for the cursors, a root
+ * where each group whose children have steps is unrolled into the children of each of its
+ * iterations (new nodes only for the children with steps: the other ids are shared), so
+ * that every reader of `root` sees a plain expression. That costs memory per iteration of
+ * such a group (the text stays one term per child), bounded by MS_EXPR_UNROLL_MAX
+ * ("Unrolling" below).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -98,70 +99,165 @@ static int has_steps(const ms_expr *expr, uint32_t id) {
   return steps.value_step != 0 || steps.repeat_step != 0;
 }
 
-static int push_id(uint32_t **ids, uint32_t *used, uint32_t *capacity, uint32_t id) {
-  if (*used >= MS_EXPR_UNROLL_MAX)
+/* Unrolling (ms_expr_finish): the written tree -> a plain tree for the cursors. A group
+ * whose children have steps is unrolled once, for the most iterations any of its
+ * occurrences runs (`iterations`), into one run of children per iteration; an occurrence
+ * of C iterations is a node over the first C runs of it (iterations do not depend on how
+ * many follow), so a doubly triangular nest costs memory linear in its outer count, not
+ * quadratic. */
+typedef struct unroller {
+  uint64_t *iterations; /* per written node: most iterations it runs anywhere (0: never) */
+  uint32_t *runs;       /* per written group with steps inside: first child of its unrolled
+                           runs in expr->children, + 1 (0: not made yet) */
+  uint32_t *plain;      /* per written node without steps of its own: its plain node + 1 */
+  uint8_t *varies;      /* per written node: some descendant has steps */
+  uint64_t used;        /* children made by unrolling */
+} unroller;
+
+static int unroll_room(unroller *u, uint64_t more) {
+  u->used += more;
+  if (u->used > MS_EXPR_UNROLL_MAX)
     return ms_error_set(MS_ERR_FORMAT, "groups with steps unroll to more than %u terms",
                         MS_EXPR_UNROLL_MAX);
-  int rc = grow((void **)ids, capacity, *used + 1, sizeof **ids);
+  return 0;
+}
+
+static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id, uint64_t r);
+
+/* The runs of group `id`: for each iteration q < u->iterations[id], its children in
+ * iteration q, each plain. */
+static int unroll_runs(ms_expr *expr, unroller *u, uint32_t id) {
+  if (u->runs[id]) return 0;
+  ms_expr_node g = expr->nodes[id];
+  uint64_t iterations = u->iterations[id];
+  if (g.count && iterations > MS_EXPR_UNROLL_MAX / g.count)
+    return ms_error_set(MS_ERR_FORMAT, "groups with steps unroll to more than %u terms",
+                        MS_EXPR_UNROLL_MAX);
+  int rc = unroll_room(u, iterations * g.count);
   if (rc < 0) return rc;
-  (*ids)[(*used)++] = id;
-  return 0;
-}
-
-/* The children of one iteration r of group `g`, those with steps as new nodes. */
-static int unroll_iteration(ms_expr *expr, ms_expr_node g, uint64_t r, uint32_t **ids,
-                            uint32_t *used, uint32_t *capacity) {
-  for (uint32_t j = 0; j < g.count; j++) {
-    uint32_t id = expr->children[g.first + j];
-    ms_expr_node child = expr->nodes[id];
-    ms_expr_steps steps = ms_expr_node_steps(expr, id);
-    if (steps.value_step || steps.repeat_step) {
-      __int128 repeat = (__int128)child.repeat + (__int128)steps.repeat_step * r;
-      if (repeat < 1 || repeat > (__int128)UINT64_MAX)
-        return ms_error_set(MS_ERR_FORMAT, "a step takes a repeat count below 1 or beyond 2^64-1");
-      ms_expr_node at = {.value = (int64_t)((uint64_t)child.value + (uint64_t)steps.value_step * r),
-                         .repeat = (uint64_t)repeat,
-                         .first = child.first,
-                         .count = child.count};
-      int64_t made = add_node(expr, at);
-      if (made < 0) return (int)made;
-      id = (uint32_t)made;
+  uint32_t total = (uint32_t)(iterations * g.count);
+  uint32_t *ids = malloc((total ? total : 1) * sizeof *ids);
+  if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint64_t q = 0; q < iterations && rc == 0; q++)
+    for (uint32_t j = 0; j < g.count && rc == 0; j++) {
+      int64_t made = plain_node(expr, u, expr->children[g.first + j], q);
+      if (made < 0)
+        rc = (int)made;
+      else
+        ids[q * g.count + j] = (uint32_t)made;
     }
-    int rc = push_id(ids, used, capacity, id);
-    if (rc < 0) return rc;
-  }
-  return 0;
-}
-
-/* The root that cursors walk: the written root's children, groups with steps unrolled. */
-static int unroll(ms_expr *expr) {
-  ms_expr_node top = expr->nodes[expr->text_root];
-  int steps = 0;
-  for (uint32_t c = 0; c < top.count && !steps; c++) {
-    const ms_expr_node *g = &expr->nodes[expr->children[top.first + c]];
-    for (uint32_t j = 0; j < g->count && !steps; j++)
-      steps = has_steps(expr, expr->children[g->first + j]);
-  }
-  if (!steps) return 0;
-  uint32_t *ids = NULL, used = 0, capacity = 0;
-  int rc = 0;
-  for (uint32_t c = 0; c < top.count && rc == 0; c++) {
-    uint32_t id = expr->children[top.first + c];
-    ms_expr_node g = expr->nodes[id];
-    int varies = 0;
-    for (uint32_t j = 0; j < g.count; j++)
-      varies |= has_steps(expr, expr->children[g.first + j]);
-    if (!varies) {
-      rc = push_id(&ids, &used, &capacity, id);
-      continue;
+  if (rc == 0) {
+    rc = grow((void **)&expr->children, &expr->child_capacity, expr->child_count + total,
+              sizeof *expr->children);
+    if (rc == 0) {
+      memcpy(expr->children + expr->child_count, ids, (size_t)total * sizeof *ids);
+      u->runs[id] = expr->child_count + 1;
+      expr->child_count += total;
     }
-    for (uint64_t r = 0; r < g.repeat && rc == 0; r++)
-      rc = unroll_iteration(expr, g, r, &ids, &used, &capacity);
   }
-  int64_t root = rc < 0 ? rc : ms_expr_group(expr, ids, used, 1);
   free(ids);
-  if (root < 0) return (int)root;
-  expr->root = (uint32_t)root;
+  return rc;
+}
+
+/* Written node `id` in iteration r of its parent, as a node without steps anywhere in it. */
+static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id, uint64_t r) {
+  ms_expr_node node = expr->nodes[id];
+  ms_expr_steps steps = ms_expr_node_steps(expr, id);
+  int stepped = steps.value_step != 0 || steps.repeat_step != 0;
+  if (!stepped && u->plain[id]) return u->plain[id] - 1;
+  /* the range of every repeat was checked when the iterations were counted */
+  uint64_t repeat = node.repeat + (uint64_t)steps.repeat_step * r;
+  int64_t made;
+  if (!u->varies[id]) {
+    if (!stepped) return id;
+    made = add_node(expr, (ms_expr_node){.value = (int64_t)((uint64_t)node.value +
+                                                            (uint64_t)steps.value_step * r),
+                                         .repeat = repeat,
+                                         .first = node.first,
+                                         .count = node.count});
+  } else {
+    int children_step = 0;
+    for (uint32_t j = 0; j < node.count; j++)
+      children_step |= has_steps(expr, expr->children[node.first + j]);
+    if (children_step) { /* its first `repeat` runs, once */
+      int rc = unroll_runs(expr, u, id);
+      if (rc < 0) return rc;
+      made = add_node(expr, (ms_expr_node){.repeat = 1,
+                                           .first = u->runs[id] - 1,
+                                           .count = (uint32_t)(repeat * node.count)});
+    } else { /* its children made plain, repeated */
+      uint32_t *ids = malloc((node.count ? node.count : 1) * sizeof *ids);
+      if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      int rc = unroll_room(u, node.count);
+      for (uint32_t j = 0; j < node.count && rc == 0; j++) {
+        int64_t child = plain_node(expr, u, expr->children[node.first + j], 0);
+        if (child < 0)
+          rc = (int)child;
+        else
+          ids[j] = (uint32_t)child;
+      }
+      made = rc < 0 ? rc : ms_expr_group(expr, ids, node.count, repeat);
+      free(ids);
+    }
+  }
+  if (made >= 0 && !stepped) u->plain[id] = (uint32_t)made + 1;
+  return made;
+}
+
+/* The root that cursors walk: `text_root` when nothing has steps, else the plain tree. A
+ * step takes effect in iteration r of the group that holds the item (r from 0); every
+ * repeat a step reaches must stay in 1 .. 2^64-1. */
+static int unroll(ms_expr *expr) {
+  uint32_t count = expr->written_nodes, top = expr->text_root;
+  int any = 0;
+  for (uint32_t i = 0; i < count && !any; i++)
+    any = has_steps(expr, i);
+  if (!any) return 0;
+  const ms_expr_node *root = &expr->nodes[top];
+  for (uint32_t c = 0; c < root->count; c++)
+    if (has_steps(expr, expr->children[root->first + c]))
+      return ms_error_set(MS_ERR_FORMAT, "a step belongs to an item of a group");
+  unroller u = {0};
+  u.iterations = calloc(count, sizeof *u.iterations);
+  u.runs = calloc(count, sizeof *u.runs);
+  u.plain = calloc(count, sizeof *u.plain);
+  u.varies = calloc(count, sizeof *u.varies);
+  int rc = 0;
+  if (!u.iterations || !u.runs || !u.plain || !u.varies)
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  /* children have smaller ids than their groups: upwards for `varies`, downwards for the
+   * iterations (a node may be shared: the most over its occurrences) */
+  for (uint32_t i = 0; rc == 0 && i < count; i++) {
+    const ms_expr_node *node = &expr->nodes[i];
+    for (uint32_t j = 0; j < node->count; j++) {
+      uint32_t child = expr->children[node->first + j];
+      if (child < count && (u.varies[child] || has_steps(expr, child))) u.varies[i] = 1;
+    }
+  }
+  if (rc == 0) u.iterations[top] = 1;
+  for (uint32_t i = count; rc == 0 && i-- > 0;) {
+    const ms_expr_node *node = &expr->nodes[i];
+    if (u.iterations[i] == 0) continue;
+    for (uint32_t j = 0; j < node->count && rc == 0; j++) {
+      uint32_t child = expr->children[node->first + j];
+      ms_expr_steps steps = ms_expr_node_steps(expr, child);
+      __int128 last = (__int128)expr->nodes[child].repeat +
+                      (__int128)steps.repeat_step * (__int128)(u.iterations[i] - 1);
+      __int128 low = steps.repeat_step < 0 ? last : (__int128)expr->nodes[child].repeat;
+      __int128 high = steps.repeat_step < 0 ? (__int128)expr->nodes[child].repeat : last;
+      if (low < 1 || high > (__int128)UINT64_MAX)
+        rc = ms_error_set(MS_ERR_FORMAT, "a step takes a repeat count below 1 or beyond 2^64-1");
+      else if ((uint64_t)high > u.iterations[child])
+        u.iterations[child] = (uint64_t)high;
+    }
+  }
+  int64_t made = rc < 0 ? rc : plain_node(expr, &u, top, 0);
+  free(u.iterations);
+  free(u.runs);
+  free(u.plain);
+  free(u.varies);
+  if (made < 0) return (int)made;
+  expr->root = (uint32_t)made;
   return 0;
 }
 
@@ -477,9 +573,9 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
       int64_t repeat_step;
       const char *exponent = ps.p;
       if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0) break;
-      if (repeat_step && open_count != 1) {
+      if (repeat_step && open_count == 0) {
         ps.p = exponent;
-        rc = parse_error(&ps, "a step belongs to an item of a top-level group");
+        rc = parse_error(&ps, "a step belongs to an item of a group");
         break;
       }
       int64_t id = ms_expr_group(expr, ps.stack + start, ps.stack_size - start, repeat);
@@ -532,9 +628,9 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
         value = last;
       } else if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0)
         break;
-      if ((value_step || repeat_step) && open_count != 1) {
+      if ((value_step || repeat_step) && open_count == 0) {
         ps.p = item;
-        rc = parse_error(&ps, "a step belongs to an item of a top-level group");
+        rc = parse_error(&ps, "a step belongs to an item of a group");
         break;
       }
       int64_t id = ms_expr_leaf(expr, value, repeat);

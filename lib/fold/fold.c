@@ -135,6 +135,7 @@ void ms_fold_free(ms_fold *fold) {
   free(fold->predict);
   free(fold->predict_flat);
   free(fold->steps);
+  free(fold->step_table);
   free(fold->shape_head);
   free(fold->shape_next);
   free(fold->shape_of);
@@ -177,8 +178,22 @@ static bool grow_pool(ms_fold *fold, size_t needed) {
   return true;
 }
 
+static uint32_t steps_slot(const ms_fold *fold, int64_t value_step, int64_t count_step) {
+  uint64_t h = (uint64_t)value_step * 0x9e3779b97f4a7c15ULL ^ (uint64_t)count_step * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 31;
+  uint32_t mask = fold->step_table_capacity - 1, slot = (uint32_t)h & mask;
+  for (;;) {
+    uint32_t at = fold->step_table[slot];
+    if (!at || (fold->steps[at].value_step == value_step && fold->steps[at].count_step == count_step))
+      return slot;
+    slot = (slot + 1) & mask;
+  }
+}
+
 uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step) {
   if (fold->step_count == 0) fold->step_count = 1; /* entry 0: no steps */
+  if (fold->step_table_capacity && fold->step_table[steps_slot(fold, value_step, count_step)])
+    return fold->step_table[steps_slot(fold, value_step, count_step)];
   if (fold->step_count >= fold->step_capacity) {
     size_t capacity = fold->step_capacity;
     if (fold->step_count == UINT32_MAX ||
@@ -188,7 +203,21 @@ uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step) {
     }
     fold->step_capacity = (uint32_t)capacity;
   }
+  if (2 * (uint64_t)fold->step_count >= fold->step_table_capacity) { /* rehash, half full */
+    uint64_t capacity = fold->step_table_capacity ? 2 * (uint64_t)fold->step_table_capacity : 64;
+    uint32_t *table = capacity > UINT32_MAX ? NULL : calloc(capacity, sizeof *table);
+    if (!table) {
+      ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+      return 0;
+    }
+    free(fold->step_table);
+    fold->step_table = table;
+    fold->step_table_capacity = (uint32_t)capacity;
+    for (uint32_t i = 1; i < fold->step_count; i++)
+      table[steps_slot(fold, fold->steps[i].value_step, fold->steps[i].count_step)] = i;
+  }
   fold->steps[fold->step_count] = (ms_fold_steps){value_step, count_step};
+  fold->step_table[steps_slot(fold, value_step, count_step)] = fold->step_count;
   return fold->step_count++;
 }
 
@@ -229,16 +258,40 @@ static bool counts_total(uint64_t count, int64_t step, uint64_t r, uint64_t *tot
   return true;
 }
 
+/* Elements of a term over iterations q < r of its enclosing body. A term whose own body
+ * has steps (a doubly triangular nest) and whose count steps is summed iteration by
+ * iteration: O(r), computed when such a body is made and when the fold finishes. */
+static bool term_iterations_length(const ms_fold *fold, const ms_fold_term *term, uint64_t r,
+                                   uint64_t *elements) {
+  int64_t count_step = fold_steps_of(fold, term).count_step;
+  if (!term->group || !fold->seqs[term->group].affine) {
+    uint64_t counts, each = term->group ? fold->seqs[term->group].expanded : 1;
+    return counts_total(term->count, count_step, r, &counts) &&
+           !fold_mul_overflows(counts, each, elements);
+  }
+  uint64_t one;
+  if (count_step == 0)
+    return fold_iterations_length(fold, term->group, term->count, &one) &&
+           !fold_mul_overflows(one, r, elements);
+  *elements = 0;
+  for (uint64_t q = 0; q < r; q++) {
+    __int128 count = fold_count_at(fold, term, q);
+    if (count < 1 || count > (__int128)UINT64_MAX ||
+        !fold_iterations_length(fold, term->group, (uint64_t)count, &one) ||
+        fold_add_overflows(*elements, one, elements))
+      return false;
+  }
+  return true;
+}
+
 bool fold_iterations_length(const ms_fold *fold, uint32_t sequence, uint64_t r, uint64_t *length) {
   const fold_sequence *seq = &fold->seqs[sequence];
   if (!seq->affine) return !fold_mul_overflows(seq->expanded, r, length);
   uint64_t total = 0;
   for (uint32_t i = 0; i < seq->length; i++) {
-    const ms_fold_term *term = &fold->pool[seq->first + i];
-    uint64_t counts, elements;
-    uint64_t each = term->group ? fold->seqs[term->group].expanded : 1;
-    if (!counts_total(term->count, fold_steps_of(fold, term).count_step, r, &counts) ||
-        fold_mul_overflows(counts, each, &elements) || fold_add_overflows(total, elements, &total))
+    uint64_t elements;
+    if (!term_iterations_length(fold, &fold->pool[seq->first + i], r, &elements) ||
+        fold_add_overflows(total, elements, &total))
       return false;
   }
   *length = total;
@@ -274,6 +327,15 @@ uint64_t fold_iterations_sum(const ms_fold *fold, uint32_t sequence, uint64_t r)
     const ms_fold_term *term = &fold->pool[seq->first + i];
     ms_fold_steps steps = fold_steps_of(fold, term);
     uint64_t count = term->count, count_step = (uint64_t)steps.count_step;
+    if (term->group && fold->seqs[term->group].affine) { /* a body with steps of its own */
+      if (count_step == 0) {
+        total += fold_iterations_sum(fold, term->group, count) * r;
+        continue;
+      }
+      for (uint64_t q = 0; q < r; q++)
+        total += fold_iterations_sum(fold, term->group, count + count_step * q);
+      continue;
+    }
     if (term->group) { /* a constant body: its sum times the total count */
       total += fold->seqs[term->group].sum * (count * r + count_step * indices);
       continue;
@@ -326,6 +388,7 @@ uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t
     seq.sum += fold_term_sum(fold, term);
     seq.nodes = fold_saturating_add(seq.nodes, term_nodes(fold, term));
     if (fold_term_has_step(term)) seq.affine = true;
+    if (term->group && fold->seqs[term->group].affine) seq.nested = true;
     if (term->group && fold->seqs[term->group].depth > deepest)
       deepest = fold->seqs[term->group].depth;
   }
@@ -489,7 +552,8 @@ static void nodes_remove(ms_fold *fold, uint64_t removed) {
   if (fold->nodes != UINT64_MAX) fold->nodes -= removed;
 }
 
-/* True when a term's body varies (steps): such a group stays at the top level. */
+/* True when a term's body varies (steps): such a group is not repeated exactly (it may
+ * only become a term with steps of a larger body with steps, affine_try). */
 static bool has_affine_body(const ms_fold *fold, const ms_fold_term *terms, uint32_t count) {
   for (uint32_t i = 0; i < count; i++)
     if (terms[i].group && fold->seqs[terms[i].group].affine) return true;
@@ -514,10 +578,10 @@ static bool affine_extends(const ms_fold *fold, const ms_fold_term *group, const
 #define FOLD_AFFINE_COPIES 4
 
 /* Terms t[0], t[k], t[2k], ... (FOLD_AFFINE_COPIES of them) in an arithmetic progression:
- * same body (a constant one), values and counts changing by one step each. */
-static bool similar_terms(const ms_fold *fold, const ms_fold_term *t, uint32_t k) {
+ * same body (one with steps of its own too: a doubly triangular nest), values and counts
+ * changing by one step each. */
+static bool similar_terms(const ms_fold_term *t, uint32_t k) {
   const ms_fold_term *a = t, *b = t + k;
-  if (a->group && fold->seqs[a->group].affine) return false;
   uint64_t value_step = (uint64_t)b->value - (uint64_t)a->value;
   __int128 count_step = (__int128)b->count - (__int128)a->count;
   if (count_step < INT64_MIN || count_step > INT64_MAX) return false;
@@ -536,17 +600,18 @@ static bool similar_terms(const ms_fold *fold, const ms_fold_term *t, uint32_t k
  * repetition applies, so exact folds are unchanged; only for a body of two terms or more
  * with a count that changes (an inner loop and what follows it); and on four iterations,
  * not two (any two bodies of one shape differ by some step) nor three: a body with steps
- * stays at the top level, so a progression taken by chance inside a larger loop keeps that
- * loop from folding, and with three copies test_fold's generated nests met such chances
- * (`c^3 d^2 e^3 f^3 g^3 h^4` in a nest of letters). */
+ * is never repeated exactly (only a larger body with steps may hold it), so a progression
+ * taken by chance inside a larger loop keeps that loop from folding, and with three copies
+ * test_fold's generated nests met such chances (`c^3 d^2 e^3 f^3 g^3 h^4` in a nest of
+ * letters). */
 /* The affine step for bodies of k terms (affine_create). */
 static int affine_try(ms_fold *fold, uint32_t k, bool *changed) {
   uint32_t n = fold->win_count;
   ms_fold_term *a = &fold->win[n - FOLD_AFFINE_COPIES * k], *b = a + k;
-  if (!similar_terms(fold, &a[k - 1], k)) return MS_OK;
+  if (!similar_terms(&a[k - 1], k)) return MS_OK;
   bool similar = true, counts_differ = false;
   for (uint32_t j = 0; j < k && similar; j++) {
-    similar = similar_terms(fold, &a[j], k);
+    similar = similar_terms(&a[j], k);
     counts_differ |= a[j].count != b[j].count;
   }
   if (!similar || !counts_differ) return MS_OK;
@@ -1013,6 +1078,10 @@ static int append_value(ms_fold *fold, int64_t value) {
       }
       uint32_t body = tail->group;
       bool affine = body && fold->seqs[body].affine;
+      /* A body with steps around a body with steps (a doubly triangular nest) is not
+       * predicted (the walk steps one level): its next iteration is folded at the top
+       * level, its inner body predicted there, and joins it in reduce_at. */
+      if (affine && fold->seqs[body].nested) body = 0, affine = false;
       if (affine) { /* predicts the next iteration, written out in the instance */
         bool valid;
         int status = instance_fill(fold, body, tail->count, &valid);

@@ -26,6 +26,8 @@ typedef struct fold_sequence {
   uint32_t length;      /* number of terms */
   uint32_t depth;       /* 1 + the depth of the deepest group inside */
   bool affine;          /* some term has a step: iterations differ (expanded, sum: the first) */
+  bool nested;          /* some term's body is affine (a doubly triangular nest): such a group
+                           extends by reduction, without a prediction (fold.c) */
 } fold_sequence;
 
 /* One level of the walk that predicts the next element inside the tail group's body. */
@@ -99,6 +101,10 @@ struct ms_fold {
   uint32_t instance_room;
   ms_fold_steps *steps; /* steps[i] for terms with steps == i (entry 0 unused) */
   uint32_t step_count, step_capacity;
+  /* Open addressing table of step indexes (0 = empty): equal steps get one index, so that
+   * the bodies of two iterations of a doubly triangular nest are one sequence. */
+  uint32_t *step_table;
+  uint32_t step_table_capacity;
   bool predict_affine; /* the prediction runs on the instance */
 
   uint32_t depth; /* nesting depth of the whole expression (after finish) */
@@ -122,7 +128,8 @@ uint64_t fold_term_sum(const ms_fold *fold, const ms_fold_term *term);
 bool fold_iterations_length(const ms_fold *fold, uint32_t sequence, uint64_t r, uint64_t *length);
 uint64_t fold_iterations_sum(const ms_fold *fold, uint32_t sequence, uint64_t r);
 
-/* Keeps a pair of steps; returns its index (> 0), or 0 when out of memory (error set). */
+/* Keeps a pair of steps (one index per distinct pair); returns its index (> 0), or 0 when out
+ * of memory (error set). */
 uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step);
 
 static inline ms_fold_steps fold_steps_of(const ms_fold *fold, const ms_fold_term *term) {

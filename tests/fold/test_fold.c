@@ -481,6 +481,22 @@ static void trapezoid_strides(seq *out, int64_t n, int64_t w) {
     }
 }
 
+/* Strides of a doubly triangular nest (Cholesky's update): for i < n, for j < i, for
+ * k < j: a[i][k] (which = 0) or a[j][k] (1): the inner count steps with the middle loop,
+ * whose count steps with the outer one. */
+static void doubly_triangular_strides(seq *out, int64_t n, int which) {
+  int64_t previous = 0;
+  bool first = true;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++)
+      for (int64_t k = 0; k < j; k++) {
+        int64_t address = 8 * ((which ? j : i) * n + k);
+        if (!first) seq_add(out, address - previous);
+        first = false;
+        previous = address;
+      }
+}
+
 /* Folds `values`, checks the expansion, and returns the term count. */
 static uint64_t fold_exact_nodes(const seq *values, char **text) {
   ms_fold *fold = fold_values(values->v, values->n, 0, 0);
@@ -496,14 +512,15 @@ static uint64_t fold_exact_nodes(const seq *values, char **text) {
  * size (n, 4n, 16n: only the numbers in the text change). */
 static void test_non_rectangular_nests(void **state) {
   (void)state;
-  for (int kind = 0; kind < 4; kind++) {
+  for (int kind = 0; kind < 6; kind++) {
     uint64_t nodes[3];
     for (int scale = 0; scale < 3; scale++) {
-      int64_t n = 6 << (2 * scale);
+      int64_t n = (kind < 4 ? 6 : 12) << (2 * scale);
       seq values = {0};
       if (kind < 2) covariance_strides(&values, n, 5, kind);
       if (kind == 2) wavefront_strides(&values, n);
       if (kind == 3) trapezoid_strides(&values, n, 4);
+      if (kind >= 4) doubly_triangular_strides(&values, n, kind - 4);
       char *text;
       nodes[scale] = fold_exact_nodes(&values, &text);
       if (scale == 0 || nodes[scale] != nodes[0])
@@ -523,6 +540,13 @@ static void test_non_rectangular_nests(void **state) {
   fold_exact_nodes(&values, &text);
   assert_non_null(strstr(text, "^{39,-1}"));
   assert_non_null(strstr(text, ",+8}"));
+  free(text);
+  free(values.v);
+  /* Cholesky's a[i][k]: the row's inner loop, a body with steps, inside the outer one */
+  values = (seq){0};
+  doubly_triangular_strides(&values, 40, 0);
+  fold_exact_nodes(&values, &text);
+  assert_non_null(strstr(text, "({+0,-8} +8^{1,+1})^{"));
   free(text);
   free(values.v);
 }
@@ -565,14 +589,51 @@ static void gen_affine(char *out, size_t size) {
   }
 }
 
+/* A count C and step S (S may be 0) that stay >= 1 over `iterations`, printed `^{C,S}`. */
+static int gen_count(char *out, size_t size, int iterations) {
+  int step = (int)rng_below(5) - 2;
+  int count = 1 + (int)rng_below(3) + (step < 0 ? -step * (iterations - 1) : 0);
+  if (step) return snprintf(out, size, "^{%d,%+d}", count, step);
+  return snprintf(out, size, "^%d", count);
+}
+
+/* A group with steps inside a group with steps (a doubly triangular nest), between
+ * plain values: `+a ({v,s} ({w,t}^C +u^C)^{C,S} +x^C)^N +b`; counts stay >= 1. */
+static void gen_nested_affine(char *out, size_t size) {
+  int outer = 1 + (int)rng_below(9), at = 0;
+  char inner_count[64];
+  gen_count(inner_count, sizeof inner_count, outer);
+  int inner_step = 0, inner_first = 0;
+  if (strchr(inner_count, '{')) sscanf(inner_count, "^{%d,%d}", &inner_first, &inner_step);
+  else sscanf(inner_count, "^%d", &inner_first);
+  int inner_most = inner_first + (inner_step > 0 ? inner_step * (outer - 1) : 0);
+  at += snprintf(out + at, size - at, "%+d ({%+d,%+d} ({%+d,%+d}", (int)rng_below(9) - 4,
+                 (int)rng_below(9) - 4, (rng_below(2) ? 1 : -1) * (1 + (int)rng_below(3)),
+                 (int)rng_below(9) - 4, 1 + (int)rng_below(3));
+  at += gen_count(out + at, size - at, inner_most);
+  at += snprintf(out + at, size - at, " %+d", (int)rng_below(9) - 4);
+  at += gen_count(out + at, size - at, inner_most);
+  at += snprintf(out + at, size - at, ")%s %+d", inner_count, (int)rng_below(9) - 4);
+  at += gen_count(out + at, size - at, outer);
+  snprintf(out + at, size - at, ")^%d %+d", outer, (int)rng_below(9) - 4);
+}
+
 /* Expressions with steps: parse, expansion against the independent one, round trip, and
  * the online fold of that expansion (exact, seekable). */
 static void test_affine_expressions(void **state) {
   (void)state;
   char text[4096];
-  for (int trial = 0; trial < 300; trial++) {
+  uint64_t saved = 0;
+  for (int trial = 0; trial < 600; trial++) {
     text[0] = '\0';
-    gen_affine(text, sizeof text);
+    if (trial == 300) { /* the later tests keep the random stream they were written with */
+      saved = rng_state;
+      rng_state = 0x9e3779b97f4a7c15ULL;
+    }
+    if (trial >= 300)
+      gen_nested_affine(text, sizeof text);
+    else
+      gen_affine(text, sizeof text);
     seq values = {0};
     expand_affine(text, &values, 0);
     reader parsed;
@@ -598,6 +659,7 @@ static void test_affine_expressions(void **state) {
     ms_fold_free(online);
     free(values.v);
   }
+  rng_state = saved;
 }
 
 /* ---- Generated loop nests ------------------------------------------------------------- */
