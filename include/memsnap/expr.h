@@ -5,7 +5,8 @@
  * s2)^100000` the order of three sites. A leaf is a value repeated (`+8^9`), a group a
  * sequence of nodes repeated (`( ... )^n`); children of a group may change by constant
  * steps from one of its iterations to the next (`{-64,+8}`, `^{9,-1}`: the non-rectangular
- * loops of triangular and trapezoidal nests, at any depth for doubly triangular ones). Expressions are built bottom
+ * loops of triangular and trapezoidal nests, at any depth for doubly triangular ones), or
+ * with a group further up (`^{9,-1@2}`: LU). Expressions are built bottom
  * up (by hand, or by a fold from a sequence: memsnap/fold.h, ms_fold_expr), parsed from
  * and printed to text, and read by cursors that seek to any element without expanding the
  * elements before it, returning their sum (an address reached) and, for an order, how
@@ -39,6 +40,10 @@ typedef struct ms_expr_node {
 typedef struct ms_expr_steps {
   int64_t value_step;
   int64_t repeat_step;
+  /* Whose iterations r counts: 1 (or 0) the group that holds the node, 2 the group around
+   * that one (LU's trailing update: the k loop's count steps with i, two loops up), ...
+   * Written `{-64,+8@2}`, `^{9,-1@2}`; at most the number of groups around the node. */
+  uint32_t level;
 } ms_expr_steps;
 
 typedef struct ms_expr {
@@ -66,7 +71,7 @@ typedef struct ms_expr {
 
 /* The steps of node `id` (zeros for a node without). */
 static inline ms_expr_steps ms_expr_node_steps(const ms_expr *expr, uint32_t id) {
-  ms_expr_steps none = {0, 0};
+  ms_expr_steps none = {0, 0, 0};
   return id < expr->step_count ? expr->steps[id] : none;
 }
 
@@ -85,6 +90,10 @@ MS_API int64_t ms_expr_group(ms_expr *expr, const uint32_t *nodes, uint32_t coun
 MS_API int ms_expr_finish(ms_expr *expr, const uint32_t *nodes, uint32_t count);
 /* Gives node `id` (a child of a group, not of the root) steps; checked by ms_expr_finish. */
 MS_API int ms_expr_set_steps(ms_expr *expr, uint32_t id, int64_t value_step, int64_t repeat_step);
+/* The same, counting the iterations of the group `level` groups up (1: the holding one;
+ * at most 63). */
+MS_API int ms_expr_set_steps_level(ms_expr *expr, uint32_t id, int64_t value_step,
+                                   int64_t repeat_step, uint32_t level);
 /* Most children the groups with steps may unroll to (MS_ERR_FORMAT beyond). */
 #define MS_EXPR_UNROLL_MAX (1u << 22)
 /* Parses text (no newline) written by ms_expr_print. Errors name file:line:column,

@@ -118,10 +118,19 @@ typedef struct ms_fold_term {
 typedef struct ms_fold_steps {
   int64_t value_step; /* value terms only */
   int64_t count_step;
+  /* A group term whose body changes with the enclosing group (LU's trailing update: for
+   * i, for j >= i, for k < i, the k loop's count steps with i, two levels up): the number
+   * of steps of the body's terms (its length), 0 for none; ms_fold_body_steps reads them.
+   * In iteration r of the enclosing group, body term j has value + r * value_step and
+   * count + r * count_step of entry j. Written with `@2` (docs/formats.md). */
+  uint32_t body_steps;
+  uint32_t body_first; /* internal: where they are kept */
 } ms_fold_steps;
 
 /* The steps of a term of a finished fold (zeros for a term without steps). */
 MS_API ms_fold_steps ms_fold_term_steps(const ms_fold *fold, const ms_fold_term *term);
+/* Entry j < steps->body_steps of a term's body steps (its body_steps are 0). */
+MS_API ms_fold_steps ms_fold_body_steps(const ms_fold *fold, const ms_fold_steps *steps, uint32_t j);
 
 /* The terms of sequence `sequence` (0 = top level) of a finished fold; *length receives
  * their number. Returns NULL (and *length = 0) for an unknown sequence or an unfinished

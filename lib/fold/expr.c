@@ -13,7 +13,7 @@
  *
  * Steps (non-rectangular loops, docs/formats.md): a child of a group may change from one
  * iteration of that group to the next, `{-64,+8}` (value) and `^{9,-1}` (repeat), at any
- * depth. finish keeps the written tree for the text and builds, for the cursors, a root
+ * depth, or with a group further up (`^{9,-1@2}`). finish keeps the written tree for the text and builds, for the cursors, a root
  * where each group whose children have steps is unrolled into the children of each of its
  * iterations (new nodes only for the children with steps: the other ids are shared), so
  * that every reader of `root` sees a plain expression. That costs memory per iteration of
@@ -81,6 +81,14 @@ int64_t ms_expr_group(ms_expr *expr, const uint32_t *nodes, uint32_t count, uint
 }
 
 int ms_expr_set_steps(ms_expr *expr, uint32_t id, int64_t value_step, int64_t repeat_step) {
+  return ms_expr_set_steps_level(expr, id, value_step, repeat_step, 1);
+}
+
+int ms_expr_set_steps_level(ms_expr *expr, uint32_t id, int64_t value_step, int64_t repeat_step,
+                            uint32_t level) {
+  if (level > 63) return ms_error_set(MS_ERR_ARG, "a step's level is at most 63");
+  if (value_step == 0 && repeat_step == 0) level = 0;
+  else if (level == 0) level = 1;
   if (value_step == 0 && repeat_step == 0 && id >= expr->step_count) return 0;
   if (id >= expr->step_count) {
     uint32_t count = id + 1 > expr->node_capacity ? id + 1 : expr->node_capacity;
@@ -90,7 +98,7 @@ int ms_expr_set_steps(ms_expr *expr, uint32_t id, int64_t value_step, int64_t re
     expr->steps = bigger;
     expr->step_count = count;
   }
-  expr->steps[id] = (ms_expr_steps){value_step, repeat_step};
+  expr->steps[id] = (ms_expr_steps){value_step, repeat_step, level};
   return 0;
 }
 
@@ -99,19 +107,25 @@ static int has_steps(const ms_expr *expr, uint32_t id) {
   return steps.value_step != 0 || steps.repeat_step != 0;
 }
 
-/* Unrolling (ms_expr_finish): the written tree -> a plain tree for the cursors. A group
- * whose children have steps is unrolled once, for the most iterations any of its
- * occurrences runs (`iterations`), into one run of children per iteration; an occurrence
- * of C iterations is a node over the first C runs of it (iterations do not depend on how
- * many follow), so a doubly triangular nest costs memory linear in its outer count, not
- * quadratic. */
+/* Unrolling (ms_expr_finish): the written tree -> a plain tree for the cursors. A step of
+ * level L counts the iterations of the L-th group around its node (`u->stack`, innermost
+ * last, holds the iteration of each group being unrolled). A group whose iterations some
+ * node below it counts is unrolled into one run of children per iteration; when nothing
+ * below it counts a group further up, it is unrolled once, for the most iterations any of
+ * its occurrences runs, and an occurrence of C iterations is a node over the first C runs
+ * (iterations do not depend on how many follow): a doubly triangular nest costs memory
+ * linear in its outer count, not quadratic. Otherwise (LU's k loop, whose count steps with
+ * i two groups up) each occurrence is made apart. */
 typedef struct unroller {
-  uint64_t *iterations; /* per written node: most iterations it runs anywhere (0: never) */
-  uint32_t *runs;       /* per written group with steps inside: first child of its unrolled
-                           runs in expr->children, + 1 (0: not made yet) */
-  uint32_t *plain;      /* per written node without steps of its own: its plain node + 1 */
-  uint8_t *varies;      /* per written node: some descendant has steps */
+  uint64_t *iterations; /* per written node: most iterations it runs anywhere */
+  uint32_t *runs;       /* per written group: first child of its cached runs + 1 (0: none) */
+  uint32_t *plain;      /* per written node: its cached plain node + 1 (0: none) */
+  uint64_t *below;      /* per written node: bit k set when a node d levels below it steps
+                           with the group d + k levels up (k = 0: this node's iterations) */
+  uint8_t *varies;      /* per written node: some node below it has steps */
   uint64_t used;        /* children made by unrolling */
+  uint64_t stack[64];   /* iterations of the groups around the node being made */
+  uint32_t top;
 } unroller;
 
 static int unroll_room(unroller *u, uint64_t more) {
@@ -122,50 +136,61 @@ static int unroll_room(unroller *u, uint64_t more) {
   return 0;
 }
 
-static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id, uint64_t r);
+static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id);
 
-/* The runs of group `id`: for each iteration q < u->iterations[id], its children in
- * iteration q, each plain. */
-static int unroll_runs(ms_expr *expr, unroller *u, uint32_t id) {
-  if (u->runs[id]) return 0;
+/* Group `id`'s children in iterations q < iterations, plain, into ids (malloc'ed). */
+static int unroll_children(ms_expr *expr, unroller *u, uint32_t id, uint64_t iterations,
+                           uint32_t **out, uint32_t *total) {
   ms_expr_node g = expr->nodes[id];
-  uint64_t iterations = u->iterations[id];
+  *out = NULL;
   if (g.count && iterations > MS_EXPR_UNROLL_MAX / g.count)
     return ms_error_set(MS_ERR_FORMAT, "groups with steps unroll to more than %u terms",
                         MS_EXPR_UNROLL_MAX);
   int rc = unroll_room(u, iterations * g.count);
   if (rc < 0) return rc;
-  uint32_t total = (uint32_t)(iterations * g.count);
-  uint32_t *ids = malloc((total ? total : 1) * sizeof *ids);
+  *total = (uint32_t)(iterations * g.count);
+  uint32_t *ids = malloc((*total ? *total : 1) * sizeof *ids);
   if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  for (uint64_t q = 0; q < iterations && rc == 0; q++)
+  u->top++;
+  for (uint64_t q = 0; q < iterations && rc == 0; q++) {
+    u->stack[u->top - 1] = q;
     for (uint32_t j = 0; j < g.count && rc == 0; j++) {
-      int64_t made = plain_node(expr, u, expr->children[g.first + j], q);
+      int64_t made = plain_node(expr, u, expr->children[g.first + j]);
       if (made < 0)
         rc = (int)made;
       else
         ids[q * g.count + j] = (uint32_t)made;
     }
-  if (rc == 0) {
-    rc = grow((void **)&expr->children, &expr->child_capacity, expr->child_count + total,
-              sizeof *expr->children);
-    if (rc == 0) {
-      memcpy(expr->children + expr->child_count, ids, (size_t)total * sizeof *ids);
-      u->runs[id] = expr->child_count + 1;
-      expr->child_count += total;
-    }
   }
-  free(ids);
-  return rc;
+  u->top--;
+  if (rc < 0) {
+    free(ids);
+    return rc;
+  }
+  *out = ids;
+  return 0;
 }
 
-/* Written node `id` in iteration r of its parent, as a node without steps anywhere in it. */
-static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id, uint64_t r) {
+/* Appends ids to expr->children; returns where they start. */
+static int64_t append_children(ms_expr *expr, const uint32_t *ids, uint32_t count) {
+  int rc = grow((void **)&expr->children, &expr->child_capacity, expr->child_count + count,
+                sizeof *expr->children);
+  if (rc < 0) return rc;
+  if (count) memcpy(expr->children + expr->child_count, ids, (size_t)count * sizeof *ids);
+  expr->child_count += count;
+  return expr->child_count - count;
+}
+
+/* Written node `id` where the groups around it are in the iterations on u->stack, as a
+ * node without steps anywhere in it. */
+static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id) {
   ms_expr_node node = expr->nodes[id];
   ms_expr_steps steps = ms_expr_node_steps(expr, id);
   int stepped = steps.value_step != 0 || steps.repeat_step != 0;
-  if (!stepped && u->plain[id]) return u->plain[id] - 1;
-  /* the range of every repeat was checked when the iterations were counted */
+  int free_of_context = (u->below[id] >> 1) == 0;
+  if (!stepped && free_of_context && u->plain[id]) return u->plain[id] - 1;
+  /* levels and the range of every repeat were checked by unroll */
+  uint64_t r = stepped ? u->stack[u->top - (steps.level ? steps.level : 1)] : 0;
   uint64_t repeat = node.repeat + (uint64_t)steps.repeat_step * r;
   int64_t made;
   if (!u->varies[id]) {
@@ -175,86 +200,121 @@ static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id, uint64_t r) {
                                          .repeat = repeat,
                                          .first = node.first,
                                          .count = node.count});
-  } else {
-    int children_step = 0;
-    for (uint32_t j = 0; j < node.count; j++)
-      children_step |= has_steps(expr, expr->children[node.first + j]);
-    if (children_step) { /* its first `repeat` runs, once */
-      int rc = unroll_runs(expr, u, id);
-      if (rc < 0) return rc;
-      made = add_node(expr, (ms_expr_node){.repeat = 1,
-                                           .first = u->runs[id] - 1,
-                                           .count = (uint32_t)(repeat * node.count)});
-    } else { /* its children made plain, repeated */
-      uint32_t *ids = malloc((node.count ? node.count : 1) * sizeof *ids);
-      if (!ids) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-      int rc = unroll_room(u, node.count);
-      for (uint32_t j = 0; j < node.count && rc == 0; j++) {
-        int64_t child = plain_node(expr, u, expr->children[node.first + j], 0);
-        if (child < 0)
-          rc = (int)child;
-        else
-          ids[j] = (uint32_t)child;
+  } else if (u->below[id] & 1) { /* its iterations differ: one run of children each */
+    if (free_of_context) { /* the runs of its largest count, made once */
+      if (!u->runs[id]) {
+        uint32_t *ids, total;
+        int rc = unroll_children(expr, u, id, u->iterations[id], &ids, &total);
+        if (rc < 0) return rc;
+        int64_t first = append_children(expr, ids, total);
+        free(ids);
+        if (first < 0) return first;
+        u->runs[id] = (uint32_t)first + 1;
       }
-      made = rc < 0 ? rc : ms_expr_group(expr, ids, node.count, repeat);
+      made = add_node(expr, (ms_expr_node){
+                                .repeat = 1, .first = u->runs[id] - 1, .count = (uint32_t)(repeat * node.count)});
+    } else {
+      uint32_t *ids, total;
+      int rc = unroll_children(expr, u, id, repeat, &ids, &total);
+      if (rc < 0) return rc;
+      made = ms_expr_group(expr, ids, total, 1);
       free(ids);
     }
+  } else { /* the same children in every iteration, made plain */
+    uint32_t *ids, total;
+    int rc = unroll_children(expr, u, id, 1, &ids, &total);
+    if (rc < 0) return rc;
+    made = ms_expr_group(expr, ids, total, repeat);
+    free(ids);
   }
-  if (made >= 0 && !stepped) u->plain[id] = (uint32_t)made + 1;
+  if (made >= 0 && !stepped && free_of_context) u->plain[id] = (uint32_t)made + 1;
   return made;
 }
 
-/* The root that cursors walk: `text_root` when nothing has steps, else the plain tree. A
- * step takes effect in iteration r of the group that holds the item (r from 0); every
- * repeat a step reaches must stay in 1 .. 2^64-1. */
+/* Checks every step below group `id` (its level against the groups around, every repeat
+ * it reaches in 1 .. 2^64-1) and records each node's most iterations; u->stack holds the
+ * most iterations of the groups around `id`'s children (none for the root's). */
+static int unroll_check(ms_expr *expr, unroller *u, uint32_t id) {
+  const ms_expr_node *g = &expr->nodes[id];
+  for (uint32_t j = 0; j < g->count; j++) {
+    uint32_t child = expr->children[g->first + j];
+    ms_expr_steps steps = ms_expr_node_steps(expr, child);
+    uint64_t repeat = expr->nodes[child].repeat, high = repeat;
+    if (steps.value_step || steps.repeat_step) {
+      uint32_t level = steps.level ? steps.level : 1;
+      if (level > u->top)
+        return ms_error_set(MS_ERR_FORMAT, u->top ? "a step's level is beyond the groups around it"
+                                                  : "a step belongs to an item of a group");
+      __int128 last = (__int128)repeat +
+                      (__int128)steps.repeat_step * (__int128)(u->stack[u->top - level] - 1);
+      __int128 low = steps.repeat_step < 0 ? last : (__int128)repeat;
+      __int128 most = steps.repeat_step < 0 ? (__int128)repeat : last;
+      if (low < 1 || most > (__int128)UINT64_MAX)
+        return ms_error_set(MS_ERR_FORMAT, "a step takes a repeat count below 1 or beyond 2^64-1");
+      high = (uint64_t)most;
+    }
+    if (high > u->iterations[child]) u->iterations[child] = high;
+    if (expr->nodes[child].count && u->varies[child]) {
+      if (u->top == 64) return ms_error_set(MS_ERR_FORMAT, "groups with steps nested more than 64 deep");
+      u->stack[u->top++] = high;
+      int rc = unroll_check(expr, u, child);
+      u->top--;
+      if (rc < 0) return rc;
+    }
+  }
+  return 0;
+}
+
+/* The root that cursors walk: `text_root` when nothing has steps, else the plain tree. */
 static int unroll(ms_expr *expr) {
   uint32_t count = expr->written_nodes, top = expr->text_root;
   int any = 0;
   for (uint32_t i = 0; i < count && !any; i++)
     any = has_steps(expr, i);
   if (!any) return 0;
-  const ms_expr_node *root = &expr->nodes[top];
-  for (uint32_t c = 0; c < root->count; c++)
-    if (has_steps(expr, expr->children[root->first + c]))
-      return ms_error_set(MS_ERR_FORMAT, "a step belongs to an item of a group");
   unroller u = {0};
   u.iterations = calloc(count, sizeof *u.iterations);
   u.runs = calloc(count, sizeof *u.runs);
   u.plain = calloc(count, sizeof *u.plain);
+  u.below = calloc(count, sizeof *u.below);
   u.varies = calloc(count, sizeof *u.varies);
   int rc = 0;
-  if (!u.iterations || !u.runs || !u.plain || !u.varies)
+  if (!u.iterations || !u.runs || !u.plain || !u.below || !u.varies)
     rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-  /* children have smaller ids than their groups: upwards for `varies`, downwards for the
-   * iterations (a node may be shared: the most over its occurrences) */
+  /* children have smaller ids than their groups: one pass upwards */
   for (uint32_t i = 0; rc == 0 && i < count; i++) {
     const ms_expr_node *node = &expr->nodes[i];
     for (uint32_t j = 0; j < node->count; j++) {
       uint32_t child = expr->children[node->first + j];
-      if (child < count && (u.varies[child] || has_steps(expr, child))) u.varies[i] = 1;
-    }
-  }
-  if (rc == 0) u.iterations[top] = 1;
-  for (uint32_t i = count; rc == 0 && i-- > 0;) {
-    const ms_expr_node *node = &expr->nodes[i];
-    if (u.iterations[i] == 0) continue;
-    for (uint32_t j = 0; j < node->count && rc == 0; j++) {
-      uint32_t child = expr->children[node->first + j];
+      if (child >= count) continue;
       ms_expr_steps steps = ms_expr_node_steps(expr, child);
-      __int128 last = (__int128)expr->nodes[child].repeat +
-                      (__int128)steps.repeat_step * (__int128)(u.iterations[i] - 1);
-      __int128 low = steps.repeat_step < 0 ? last : (__int128)expr->nodes[child].repeat;
-      __int128 high = steps.repeat_step < 0 ? (__int128)expr->nodes[child].repeat : last;
-      if (low < 1 || high > (__int128)UINT64_MAX)
-        rc = ms_error_set(MS_ERR_FORMAT, "a step takes a repeat count below 1 or beyond 2^64-1");
-      else if ((uint64_t)high > u.iterations[child])
-        u.iterations[child] = (uint64_t)high;
+      uint64_t own = 0;
+      if (steps.value_step || steps.repeat_step) own = 1ULL << (steps.level ? steps.level : 1);
+      u.below[i] |= (own | u.below[child]) >> 1;
+      if (own || u.varies[child]) u.varies[i] = 1;
     }
   }
-  int64_t made = rc < 0 ? rc : plain_node(expr, &u, top, 0);
+  if (rc == 0 && u.varies[top]) rc = unroll_check(expr, &u, top);
+  int64_t made = rc;
+  if (rc == 0 && u.varies[top]) { /* the root: its children, no iteration of its own */
+    const ms_expr_node root = expr->nodes[top];
+    uint32_t *ids = malloc((root.count ? root.count : 1) * sizeof *ids);
+    if (!ids) made = ms_error_set(MS_ERR_NOMEM, "out of memory");
+    for (uint32_t j = 0; made >= 0 && j < root.count; j++) {
+      int64_t child = plain_node(expr, &u, expr->children[root.first + j]);
+      if (child < 0)
+        made = child;
+      else
+        ids[j] = (uint32_t)child;
+    }
+    if (made >= 0) made = ms_expr_group(expr, ids, root.count, 1);
+    free(ids);
+  } else if (rc == 0)
+    made = top;
   free(u.iterations);
   free(u.runs);
   free(u.plain);
+  free(u.below);
   free(u.varies);
   if (made < 0) return (int)made;
   expr->root = (uint32_t)made;
@@ -323,7 +383,8 @@ int ms_expr_copy(ms_expr *to, const ms_expr *from) {
                           : ms_expr_leaf(to, n->value, n->repeat);
     if (rc < 0) return (int)rc;
     ms_expr_steps steps = ms_expr_node_steps(from, i);
-    if ((rc = ms_expr_set_steps(to, (uint32_t)rc, steps.value_step, steps.repeat_step)) < 0)
+    if ((rc = ms_expr_set_steps_level(to, (uint32_t)rc, steps.value_step, steps.repeat_step,
+                                      steps.level)) < 0)
       return (int)rc;
   }
   const ms_expr_node *root = &from->nodes[from->text_root];
@@ -368,15 +429,16 @@ static int is_site_once(const ms_expr *expr, uint32_t id, int64_t value) {
 static void print_node(const ms_expr *expr, uint32_t id, ms_expr_kind kind, text_buffer *out) {
   const ms_expr_node *node = &expr->nodes[id];
   ms_expr_steps steps = ms_expr_node_steps(expr, id);
-  char item[48];
+  char item[64], level[16] = "";
   int n;
+  if (steps.level > 1) snprintf(level, sizeof level, "@%u", (unsigned)steps.level);
   if (node->count == 0 && id != expr->text_root) {
     if (steps.value_step) text_append(out, "{", 1);
     n = kind == MS_EXPR_SITES ? snprintf(item, sizeof item, "s%" PRId64, node->value)
                               : snprintf(item, sizeof item, "%+" PRId64, node->value);
     text_append(out, item, (size_t)n);
     if (steps.value_step) {
-      n = snprintf(item, sizeof item, ",%+" PRId64 "}", steps.value_step);
+      n = snprintf(item, sizeof item, ",%+" PRId64 "%s}", steps.value_step, level);
       text_append(out, item, (size_t)n);
     }
   } else {
@@ -402,7 +464,8 @@ static void print_node(const ms_expr *expr, uint32_t id, ms_expr_kind kind, text
     if (id != expr->text_root) text_append(out, ")", 1);
   }
   if (steps.repeat_step) {
-    n = snprintf(item, sizeof item, "^{%" PRIu64 ",%+" PRId64 "}", node->repeat, steps.repeat_step);
+    n = snprintf(item, sizeof item, "^{%" PRIu64 ",%+" PRId64 "%s}", node->repeat, steps.repeat_step,
+                 level);
     text_append(out, item, (size_t)n);
   } else if (node->repeat > 1) {
     n = snprintf(item, sizeof item, "^%" PRIu64, node->repeat);
@@ -462,7 +525,7 @@ static int parse_unsigned(parser *ps, uint64_t *value) {
 }
 
 /* Reads `,STEP}`: a signed 64-bit step other than 0. */
-static int parse_step(parser *ps, int64_t *step) {
+static int parse_step(parser *ps, int64_t *step, uint32_t *level) {
   if (ps->p >= ps->end || *ps->p != ',') return parse_error(ps, "expected ',' and a step");
   ps->p++;
   if (ps->p >= ps->end || (*ps->p != '+' && *ps->p != '-'))
@@ -477,13 +540,29 @@ static int parse_step(parser *ps, int64_t *step) {
     return parse_error(ps, v ? "step overflows 64 bits" : "a step is not 0");
   }
   *step = negative ? (int64_t)(0 - v) : (int64_t)v;
+  if (ps->p < ps->end && *ps->p == '@') { /* the iterations of a group further up */
+    ps->p++;
+    at = ps->p;
+    if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9')
+      return parse_error(ps, "expected a level such as 2 after '@'");
+    if ((rc = parse_unsigned(ps, &v)) < 0) return rc;
+    if (v < 2 || v > 63 || (*level && *level != v)) {
+      ps->p = at;
+      return parse_error(ps, v < 2 || v > 63 ? "a step's level is 2 to 63 (1 is written without @)"
+                                             : "a value and its count step with one group");
+    }
+    *level = (uint32_t)v;
+  } else if (*level > 1) {
+    return parse_error(ps, "a value and its count step with one group");
+  } else
+    *level = 1;
   if (ps->p >= ps->end || *ps->p != '}') return parse_error(ps, "expected '}' after a step");
   ps->p++;
   return 0;
 }
 
 /* `^N` or `^{N,STEP}` (step 0 when absent). */
-static int parse_exponent(parser *ps, uint64_t *repeat, int64_t *step) {
+static int parse_exponent(parser *ps, uint64_t *repeat, int64_t *step, uint32_t *level) {
   *repeat = 1;
   *step = 0;
   if (ps->p < ps->end && *ps->p == '^') {
@@ -493,7 +572,7 @@ static int parse_exponent(parser *ps, uint64_t *repeat, int64_t *step) {
     int rc = parse_unsigned(ps, repeat);
     if (rc < 0) return rc;
     if (*repeat == 0) return parse_error(ps, "a repeat count is at least 1");
-    if (braced && (rc = parse_step(ps, step)) < 0) return rc;
+    if (braced && (rc = parse_step(ps, step, level)) < 0) return rc;
   }
   return 0;
 }
@@ -571,11 +650,13 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
       ps.p++;
       uint64_t repeat = 1;
       int64_t repeat_step;
+      uint32_t level = 0;
       const char *exponent = ps.p;
-      if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0) break;
-      if (repeat_step && open_count == 0) {
+      if ((rc = parse_exponent(&ps, &repeat, &repeat_step, &level)) < 0) break;
+      if (repeat_step && level > open_count) {
         ps.p = exponent;
-        rc = parse_error(&ps, "a step belongs to an item of a group");
+        rc = parse_error(&ps, open_count ? "a step's level is beyond the groups around it"
+                                         : "a step belongs to an item of a group");
         break;
       }
       int64_t id = ms_expr_group(expr, ps.stack + start, ps.stack_size - start, repeat);
@@ -583,11 +664,12 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
         rc = (int)id;
         break;
       }
-      if ((rc = ms_expr_set_steps(expr, (uint32_t)id, 0, repeat_step)) < 0) break;
+      if ((rc = ms_expr_set_steps_level(expr, (uint32_t)id, 0, repeat_step, level)) < 0) break;
       ps.stack_size = start;
       rc = push(&ps, (uint32_t)id);
     } else {
       int64_t value = 0, value_step = 0, repeat_step = 0;
+      uint32_t level = 0;
       uint64_t repeat = 1;
       const char *item = ps.p;
       int braced = *ps.p == '{';
@@ -597,9 +679,9 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
         break;
       }
       if ((rc = parse_leaf(&ps, &value)) < 0) break;
-      if (braced && (rc = parse_step(&ps, &value_step)) < 0) break;
+      if (braced && (rc = parse_step(&ps, &value_step, &level)) < 0) break;
       if (braced) {
-        if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0) break;
+        if ((rc = parse_exponent(&ps, &repeat, &repeat_step, &level)) < 0) break;
       } else if (ps.kind == MS_EXPR_SITES && ps.end - ps.p >= 2 && ps.p[0] == '.' &&
                  ps.p[1] == '.') {
         /* a range sV..sW: the leaves sV, sV+1, ..., sW */
@@ -626,11 +708,12 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
         }
         if (rc < 0) break;
         value = last;
-      } else if ((rc = parse_exponent(&ps, &repeat, &repeat_step)) < 0)
+      } else if ((rc = parse_exponent(&ps, &repeat, &repeat_step, &level)) < 0)
         break;
-      if ((value_step || repeat_step) && open_count == 0) {
+      if ((value_step || repeat_step) && level > open_count) {
         ps.p = item;
-        rc = parse_error(&ps, "a step belongs to an item of a group");
+        rc = parse_error(&ps, open_count ? "a step's level is beyond the groups around it"
+                                         : "a step belongs to an item of a group");
         break;
       }
       int64_t id = ms_expr_leaf(expr, value, repeat);
@@ -638,7 +721,8 @@ int ms_expr_parse(ms_expr *expr, const char *text, size_t size, ms_expr_kind kin
         rc = (int)id;
         break;
       }
-      if ((rc = ms_expr_set_steps(expr, (uint32_t)id, value_step, repeat_step)) < 0) break;
+      if ((rc = ms_expr_set_steps_level(expr, (uint32_t)id, value_step, repeat_step, level)) < 0)
+        break;
       rc = push(&ps, (uint32_t)id);
     }
     if (rc == 0 && ps.p < ps.end && *ps.p != ' ' && *ps.p != '\t' && *ps.p != ')')

@@ -136,6 +136,7 @@ void ms_fold_free(ms_fold *fold) {
   free(fold->predict_flat);
   free(fold->steps);
   free(fold->step_table);
+  free(fold->body_steps);
   free(fold->shape_head);
   free(fold->shape_next);
   free(fold->shape_of);
@@ -178,22 +179,47 @@ static bool grow_pool(ms_fold *fold, size_t needed) {
   return true;
 }
 
-static uint32_t steps_slot(const ms_fold *fold, int64_t value_step, int64_t count_step) {
-  uint64_t h = (uint64_t)value_step * 0x9e3779b97f4a7c15ULL ^ (uint64_t)count_step * 0xc2b2ae3d27d4eb4fULL;
+static bool steps_equal(const ms_fold *fold, const ms_fold_steps *a, const ms_fold_steps *b) {
+  if (a->value_step != b->value_step || a->count_step != b->count_step ||
+      a->body_steps != b->body_steps)
+    return false;
+  for (uint32_t j = 0; j < a->body_steps; j++) {
+    const ms_fold_steps *x = &fold->body_steps[a->body_first + j];
+    const ms_fold_steps *y = &fold->body_steps[b->body_first + j];
+    if (x->value_step != y->value_step || x->count_step != y->count_step) return false;
+  }
+  return true;
+}
+
+static uint32_t steps_slot(const ms_fold *fold, const ms_fold_steps *steps) {
+  uint64_t h = (uint64_t)steps->value_step * 0x9e3779b97f4a7c15ULL ^
+               (uint64_t)steps->count_step * 0xc2b2ae3d27d4eb4fULL ^ steps->body_steps;
+  for (uint32_t j = 0; j < steps->body_steps; j++) {
+    const ms_fold_steps *body = &fold->body_steps[steps->body_first + j];
+    h = h * 0x100000001b3ULL + (uint64_t)body->value_step * 0x9e3779b97f4a7c15ULL +
+        (uint64_t)body->count_step;
+  }
   h ^= h >> 31;
   uint32_t mask = fold->step_table_capacity - 1, slot = (uint32_t)h & mask;
   for (;;) {
     uint32_t at = fold->step_table[slot];
-    if (!at || (fold->steps[at].value_step == value_step && fold->steps[at].count_step == count_step))
-      return slot;
+    if (!at || steps_equal(fold, &fold->steps[at], steps)) return slot;
     slot = (slot + 1) & mask;
   }
 }
 
-uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step) {
+/* Equal steps get one index (so that the bodies of successive rows of a doubly triangular
+ * nest are one interned sequence); `steps` may name body steps at the end of the pool,
+ * which are dropped again when the same steps were kept before. */
+static uint32_t steps_intern(ms_fold *fold, ms_fold_steps steps) {
   if (fold->step_count == 0) fold->step_count = 1; /* entry 0: no steps */
-  if (fold->step_table_capacity && fold->step_table[steps_slot(fold, value_step, count_step)])
-    return fold->step_table[steps_slot(fold, value_step, count_step)];
+  if (fold->step_table_capacity) {
+    uint32_t at = fold->step_table[steps_slot(fold, &steps)];
+    if (at) {
+      fold->body_step_count -= steps.body_steps;
+      return at;
+    }
+  }
   if (fold->step_count >= fold->step_capacity) {
     size_t capacity = fold->step_capacity;
     if (fold->step_count == UINT32_MAX ||
@@ -214,11 +240,37 @@ uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step) {
     fold->step_table = table;
     fold->step_table_capacity = (uint32_t)capacity;
     for (uint32_t i = 1; i < fold->step_count; i++)
-      table[steps_slot(fold, fold->steps[i].value_step, fold->steps[i].count_step)] = i;
+      table[steps_slot(fold, &fold->steps[i])] = i;
   }
-  fold->steps[fold->step_count] = (ms_fold_steps){value_step, count_step};
-  fold->step_table[steps_slot(fold, value_step, count_step)] = fold->step_count;
+  fold->steps[fold->step_count] = steps;
+  fold->step_table[steps_slot(fold, &steps)] = fold->step_count;
   return fold->step_count++;
+}
+
+uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step) {
+  return steps_intern(fold, (ms_fold_steps){value_step, count_step, 0, 0});
+}
+
+uint32_t fold_steps_add_body(ms_fold *fold, int64_t count_step, const ms_fold_steps *body,
+                             uint32_t length) {
+  size_t capacity = fold->body_step_capacity;
+  if ((uint64_t)fold->body_step_count + length > UINT32_MAX ||
+      !grow((void **)&fold->body_steps, sizeof *fold->body_steps, &capacity,
+            (size_t)fold->body_step_count + length)) {
+    ms_error_set(MS_ERR_NOMEM, "fold: out of memory");
+    return 0;
+  }
+  fold->body_step_capacity = (uint32_t)capacity;
+  memcpy(fold->body_steps + fold->body_step_count, body, length * sizeof *body);
+  ms_fold_steps steps = {0, count_step, length, fold->body_step_count};
+  fold->body_step_count += length;
+  return steps_intern(fold, steps);
+}
+
+ms_fold_steps ms_fold_body_steps(const ms_fold *fold, const ms_fold_steps *steps, uint32_t j) {
+  ms_fold_steps none = {0, 0, 0, 0};
+  if (j >= steps->body_steps) return none;
+  return fold->body_steps[steps->body_first + j];
 }
 
 int fold_top_append(ms_fold *fold, const ms_fold_term *term) {
@@ -233,6 +285,7 @@ int fold_top_append(ms_fold *fold, const ms_fold_term *term) {
   fold->top[fold->top_count++] = *term;
   return MS_OK;
 }
+
 
 /* ---- Sequences (bodies) -------------------------------------------------------------- */
 
@@ -263,7 +316,21 @@ static bool counts_total(uint64_t count, int64_t step, uint64_t r, uint64_t *tot
  * iteration: O(r), computed when such a body is made and when the fold finishes. */
 static bool term_iterations_length(const ms_fold *fold, const ms_fold_term *term, uint64_t r,
                                    uint64_t *elements) {
-  int64_t count_step = fold_steps_of(fold, term).count_step;
+  ms_fold_steps steps = fold_steps_of(fold, term);
+  int64_t count_step = steps.count_step;
+  if (steps.body_steps) { /* a body that changes with the enclosing group, O(r) */
+    *elements = 0;
+    for (uint64_t q = 0; q < r; q++) {
+      __int128 count = fold_count_at(fold, term, q);
+      uint64_t one, each;
+      if (count < 1 || count > (__int128)UINT64_MAX ||
+          !fold_body_length_at(fold, term->group, &steps, q, &one) ||
+          fold_mul_overflows(one, (uint64_t)count, &each) ||
+          fold_add_overflows(*elements, each, elements))
+        return false;
+    }
+    return true;
+  }
   if (!term->group || !fold->seqs[term->group].affine) {
     uint64_t counts, each = term->group ? fold->seqs[term->group].expanded : 1;
     return counts_total(term->count, count_step, r, &counts) &&
@@ -282,6 +349,32 @@ static bool term_iterations_length(const ms_fold *fold, const ms_fold_term *term
       return false;
   }
   return true;
+}
+
+bool fold_body_length_at(const ms_fold *fold, uint32_t sequence, const ms_fold_steps *steps,
+                         uint64_t r, uint64_t *length) {
+  const fold_sequence *seq = &fold->seqs[sequence];
+  *length = 0;
+  for (uint32_t j = 0; j < seq->length; j++) {
+    bool valid;
+    ms_fold_term at = fold_body_term_at(fold, sequence, steps, j, r, &valid);
+    uint64_t elements;
+    if (!valid || !fold_term_length(fold, &at, &elements) ||
+        fold_add_overflows(*length, elements, length))
+      return false;
+  }
+  return true;
+}
+
+uint64_t fold_body_sum_at(const ms_fold *fold, uint32_t sequence, const ms_fold_steps *steps,
+                          uint64_t r) {
+  uint64_t sum = 0;
+  for (uint32_t j = 0; j < fold->seqs[sequence].length; j++) {
+    bool valid;
+    ms_fold_term at = fold_body_term_at(fold, sequence, steps, j, r, &valid);
+    sum += fold_term_sum(fold, &at);
+  }
+  return sum;
 }
 
 bool fold_iterations_length(const ms_fold *fold, uint32_t sequence, uint64_t r, uint64_t *length) {
@@ -327,6 +420,11 @@ uint64_t fold_iterations_sum(const ms_fold *fold, uint32_t sequence, uint64_t r)
     const ms_fold_term *term = &fold->pool[seq->first + i];
     ms_fold_steps steps = fold_steps_of(fold, term);
     uint64_t count = term->count, count_step = (uint64_t)steps.count_step;
+    if (steps.body_steps) { /* a body that changes with this group */
+      for (uint64_t q = 0; q < r; q++)
+        total += fold_body_sum_at(fold, term->group, &steps, q) * (count + count_step * q);
+      continue;
+    }
     if (term->group && fold->seqs[term->group].affine) { /* a body with steps of its own */
       if (count_step == 0) {
         total += fold_iterations_sum(fold, term->group, count) * r;
@@ -388,7 +486,8 @@ uint32_t fold_sequence_create(ms_fold *fold, const ms_fold_term *terms, uint32_t
     seq.sum += fold_term_sum(fold, term);
     seq.nodes = fold_saturating_add(seq.nodes, term_nodes(fold, term));
     if (fold_term_has_step(term)) seq.affine = true;
-    if (term->group && fold->seqs[term->group].affine) seq.nested = true;
+    if ((term->group && fold->seqs[term->group].affine) || fold_steps_of(fold, term).body_steps)
+      seq.nested = true;
     if (term->group && fold->seqs[term->group].depth > deepest)
       deepest = fold->seqs[term->group].depth;
   }
@@ -569,6 +668,19 @@ static bool affine_extends(const ms_fold *fold, const ms_fold_term *group, const
     __int128 count = fold_count_at(fold, term, group->count);
     if (count < 1 || count > (__int128)UINT64_MAX) return false;
     ms_fold_term at = fold_term_at(fold, term, group->count);
+    ms_fold_steps steps = fold_steps_of(fold, term);
+    if (steps.body_steps) { /* the tail's body is this body in that iteration */
+      const fold_sequence *seq = &fold->seqs[term->group];
+      if (!tail[j].group || tail[j].count != at.count || tail[j].steps) return false;
+      const fold_sequence *other = &fold->seqs[tail[j].group];
+      if (other->length != seq->length || other->affine || other->nested) return false;
+      for (uint32_t i = 0; i < seq->length; i++) {
+        bool valid;
+        ms_fold_term inner = fold_body_term_at(fold, term->group, &steps, i, group->count, &valid);
+        if (!valid || !terms_equal(&inner, &fold->pool[other->first + i], 1)) return false;
+      }
+      continue;
+    }
     if (!terms_equal(&at, &tail[j], 1)) return false;
   }
   return true;
@@ -576,20 +688,70 @@ static bool affine_extends(const ms_fold *fold, const ms_fold_term *group, const
 
 /* Iterations seen before a body with steps is made (see affine_create). */
 #define FOLD_AFFINE_COPIES 4
+/* Longest body that may change with an outer loop (bodies_step). */
+#define FOLD_BODY_STEPS_MAX 64
+
+/* Whether the bodies of group terms t[0], t[k], t[2k], ... (one per copy) are one body that
+ * steps: the same length, no steps of their own, term by term the same group (or both
+ * values), values and counts changing by one step each from copy to copy, and some count
+ * among them (LU's trailing update: the k loop's count grows by one each row, and the
+ * stride back with it). Values alone are not enough: distinct small loops one after the
+ * other, `(s1 s2)^2 (s3 s4)^2 ...`, would become one body with steps that a loop around
+ * them could then not repeat. Fills body[] with those steps. */
+static bool bodies_step(const ms_fold *fold, const ms_fold_term *t, uint32_t k, ms_fold_steps *body,
+                        uint32_t room, uint32_t *length) {
+  const fold_sequence *first = &fold->seqs[t->group];
+  if (first->affine || first->nested || first->length > room) return false;
+  for (uint32_t copy = 1; copy < FOLD_AFFINE_COPIES; copy++) {
+    const fold_sequence *seq = &fold->seqs[t[copy * k].group];
+    if (!t[copy * k].group || seq->affine || seq->nested || seq->length != first->length)
+      return false;
+  }
+  bool counts = false;
+  for (uint32_t j = 0; j < first->length; j++) {
+    const ms_fold_term *a = &fold->pool[first->first + j];
+    const ms_fold_term *b = &fold->pool[fold->seqs[t[k].group].first + j];
+    uint64_t value_step = (uint64_t)b->value - (uint64_t)a->value;
+    __int128 count_step = (__int128)b->count - (__int128)a->count;
+    if (count_step < INT64_MIN || count_step > INT64_MAX) return false;
+    for (uint32_t copy = 1; copy < FOLD_AFFINE_COPIES; copy++) {
+      const ms_fold_term *before = &fold->pool[fold->seqs[t[(copy - 1) * k].group].first + j];
+      const ms_fold_term *next = &fold->pool[fold->seqs[t[copy * k].group].first + j];
+      if (next->group != a->group || next->steps ||
+          (uint64_t)next->value - (uint64_t)before->value != value_step ||
+          (__int128)next->count - (__int128)before->count != count_step)
+        return false;
+    }
+    body[j] = (ms_fold_steps){(int64_t)value_step, (int64_t)count_step, 0, 0};
+    counts |= count_step != 0;
+  }
+  *length = first->length;
+  return counts;
+}
 
 /* Terms t[0], t[k], t[2k], ... (FOLD_AFFINE_COPIES of them) in an arithmetic progression:
  * same body (one with steps of its own too: a doubly triangular nest), values and counts
- * changing by one step each. */
-static bool similar_terms(const ms_fold_term *t, uint32_t k) {
+ * changing by one step each. Bodies that differ may step too (bodies_step). */
+static bool similar_terms(const ms_fold *fold, const ms_fold_term *t, uint32_t k) {
   const ms_fold_term *a = t, *b = t + k;
   uint64_t value_step = (uint64_t)b->value - (uint64_t)a->value;
   __int128 count_step = (__int128)b->count - (__int128)a->count;
   if (count_step < INT64_MIN || count_step > INT64_MAX) return false;
+  bool bodies = false;
   for (uint32_t copy = 1; copy < FOLD_AFFINE_COPIES; copy++) {
     const ms_fold_term *before = t + (copy - 1) * k, *next = t + copy * k;
-    if (next->group != a->group || (uint64_t)next->value - (uint64_t)before->value != value_step ||
+    if ((uint64_t)next->value - (uint64_t)before->value != value_step ||
         (__int128)next->count - (__int128)before->count != count_step)
       return false;
+    if (next->group != a->group) {
+      if (!a->group || !next->group) return false;
+      bodies = true;
+    }
+  }
+  if (bodies) {
+    ms_fold_steps body[FOLD_BODY_STEPS_MAX];
+    uint32_t length;
+    return bodies_step(fold, t, k, body, FOLD_BODY_STEPS_MAX, &length);
   }
   return true;
 }
@@ -608,18 +770,25 @@ static bool similar_terms(const ms_fold_term *t, uint32_t k) {
 static int affine_try(ms_fold *fold, uint32_t k, bool *changed) {
   uint32_t n = fold->win_count;
   ms_fold_term *a = &fold->win[n - FOLD_AFFINE_COPIES * k], *b = a + k;
-  if (!similar_terms(&a[k - 1], k)) return MS_OK;
+  if (!similar_terms(fold, &a[k - 1], k)) return MS_OK;
   bool similar = true, counts_differ = false;
   for (uint32_t j = 0; j < k && similar; j++) {
-    similar = similar_terms(&a[j], k);
-    counts_differ |= a[j].count != b[j].count;
+    similar = similar_terms(fold, &a[j], k);
+    counts_differ |= a[j].count != b[j].count || a[j].group != b[j].group;
   }
   if (!similar || !counts_differ) return MS_OK;
   uint64_t hash = 0;
   for (uint32_t j = 0; j < k; j++) {
     int64_t value_step = (int64_t)((uint64_t)b[j].value - (uint64_t)a[j].value);
     int64_t count_step = (int64_t)(b[j].count - a[j].count);
-    if ((value_step || count_step) && !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
+    if (a[j].group != b[j].group) { /* a body that steps with this one */
+      ms_fold_steps body[FOLD_BODY_STEPS_MAX];
+      uint32_t length;
+      bodies_step(fold, &a[j], k, body, FOLD_BODY_STEPS_MAX, &length);
+      if (!(a[j].steps = fold_steps_add_body(fold, count_step, body, length)))
+        return MS_ERR_NOMEM;
+    } else if ((value_step || count_step) &&
+               !(a[j].steps = fold_steps_add(fold, value_step, count_step)))
       return MS_ERR_NOMEM;
     hash = hash * FOLD_HASH_BASE + fold_term_hash(&a[j]);
   }
@@ -649,6 +818,21 @@ __attribute__((noinline)) static int affine_create(ms_fold *fold, bool *changed)
   uint32_t plain = fold->plain_run < n ? fold->plain_run : n;
   uint32_t first = plain / FOLD_AFFINE_COPIES + 1;
   if (first < 2) first = 2;
+  /* A body of one term steps only as four groups whose bodies step (the rows of LU's order
+   * of sites, `(s4 s5 (s6..s8)^159)^159 (s4 s5 (s6..s8)^158)^158 ...`): values or counts
+   * alone in progression are too often chance. */
+  if (plain == 0 && n >= FOLD_AFFINE_COPIES && span >= FOLD_AFFINE_COPIES) {
+    const ms_fold_term *t = &fold->win[n - FOLD_AFFINE_COPIES];
+    bool bodies = t->group != 0;
+    for (uint32_t copy = 1; copy < FOLD_AFFINE_COPIES && bodies; copy++)
+      bodies = t[copy].group && t[copy].group != t[copy - 1].group;
+    ms_fold_steps body[FOLD_BODY_STEPS_MAX];
+    uint32_t length = 0;
+    if (bodies && bodies_step(fold, t, 1, body, FOLD_BODY_STEPS_MAX, &length)) {
+      int status = affine_try(fold, 1, changed);
+      if (status != MS_OK || *changed) return status;
+    }
+  }
   if (fold->indexed_search) {
     /* Through the index: bodies whose newest term keeps its value (the order of sites,
      * which wide windows are for, has counts that step, never values). */
@@ -740,6 +924,11 @@ static int reduce_once(ms_fold *fold, bool *changed) {
   uint32_t n = fold->win_count;
   if (n < 2) return MS_OK;
   uint32_t span = n < fold->window ? n : fold->window;
+  /* Bodies of up to W/2 terms: a repetition needs 2k terms in the window, an extension
+   * k + 1 (the group and its next iteration), so a window that a reduction left shorter
+   * than W still extends its groups (a group with steps and one more iteration after it,
+   * alone in the window: LU's trailing update). */
+  uint32_t most = span - 1 < fold->window / 2 ? span - 1 : fold->window / 2;
   if (fold->indexed_search) {
     /* the k of an earlier term of the newest's shape, or of a group ending before it, in
      * increasing order: the chains run newest first */
@@ -751,12 +940,12 @@ static int reduce_once(ms_fold *fold, bool *changed) {
       if (shape == at) shape = fold->shape_next[at - 1];
       if (end == at) end = fold->end_next[at - 1];
       uint32_t k = n - at;
-      if (k > span / 2) break;
+      if (k > most) break;
       int status = reduce_at(fold, k, changed);
       if (status != MS_OK || *changed) return status;
     }
   } else
-    for (uint32_t k = 1; k <= span / 2; k++) {
+    for (uint32_t k = 1; k <= most; k++) {
       int status = reduce_at(fold, k, changed);
       if (status != MS_OK || *changed) return status;
     }

@@ -83,6 +83,16 @@ static int sequence_nodes(const ms_fold *fold, uint32_t sequence, ms_expr *expr,
         free(ids);
         return rc;
       }
+      /* a body that changes with the group around this term: its items step at level 2 */
+      for (uint32_t j = 0; j < steps.body_steps && j < child_count && rc == 0; j++) {
+        ms_fold_steps body = ms_fold_body_steps(fold, &steps, j);
+        rc = ms_expr_set_steps_level(expr, children[j], body.value_step, body.count_step, 2);
+      }
+      if (rc < 0) {
+        free(children);
+        free(ids);
+        return rc;
+      }
       id = ms_expr_group(expr, children, child_count, terms[i].count);
       free(children);
     }

@@ -105,6 +105,8 @@ struct ms_fold {
    * the bodies of two iterations of a doubly triangular nest are one sequence. */
   uint32_t *step_table;
   uint32_t step_table_capacity;
+  ms_fold_steps *body_steps; /* the steps of bodies that change with an outer loop */
+  uint32_t body_step_count, body_step_capacity;
   bool predict_affine; /* the prediction runs on the instance */
 
   uint32_t depth; /* nesting depth of the whole expression (after finish) */
@@ -128,12 +130,28 @@ uint64_t fold_term_sum(const ms_fold *fold, const ms_fold_term *term);
 bool fold_iterations_length(const ms_fold *fold, uint32_t sequence, uint64_t r, uint64_t *length);
 uint64_t fold_iterations_sum(const ms_fold *fold, uint32_t sequence, uint64_t r);
 
+/* Elements and wrapping sum of one iteration of body `sequence` with its body steps
+ * `steps` applied for iteration r of the group around it. */
+bool fold_body_length_at(const ms_fold *fold, uint32_t sequence, const ms_fold_steps *steps,
+                         uint64_t r, uint64_t *length);
+uint64_t fold_body_sum_at(const ms_fold *fold, uint32_t sequence, const ms_fold_steps *steps,
+                          uint64_t r);
+
 /* Keeps a pair of steps (one index per distinct pair); returns its index (> 0), or 0 when out
  * of memory (error set). */
 uint32_t fold_steps_add(ms_fold *fold, int64_t value_step, int64_t count_step);
+/* The same for a group term whose body's `length` terms step by `body` (copied). */
+uint32_t fold_steps_add_body(ms_fold *fold, int64_t count_step, const ms_fold_steps *body,
+                             uint32_t length);
+
+/* Term j of body `sequence` in iteration r of the group around the term whose steps are
+ * `steps` (body steps applied); *valid false when its count leaves [1, 2^64-1]. */
+static inline ms_fold_term fold_body_term_at(const ms_fold *fold, uint32_t sequence,
+                                             const ms_fold_steps *steps, uint32_t j, uint64_t r,
+                                             bool *valid);
 
 static inline ms_fold_steps fold_steps_of(const ms_fold *fold, const ms_fold_term *term) {
-  ms_fold_steps none = {0, 0};
+  ms_fold_steps none = {0, 0, 0, 0};
   return term->steps ? fold->steps[term->steps] : none;
 }
 
@@ -154,6 +172,20 @@ static inline __int128 fold_count_at(const ms_fold *fold, const ms_fold_term *te
 }
 
 static inline bool fold_term_has_step(const ms_fold_term *term) { return term->steps != 0; }
+
+static inline ms_fold_term fold_body_term_at(const ms_fold *fold, uint32_t sequence,
+                                             const ms_fold_steps *steps, uint32_t j, uint64_t r,
+                                             bool *valid) {
+  ms_fold_term at = fold->pool[fold->seqs[sequence].first + j];
+  *valid = true;
+  if (!steps->body_steps) return at;
+  ms_fold_steps step = fold->body_steps[steps->body_first + j];
+  __int128 count = (__int128)at.count + (__int128)step.count_step * r;
+  if (count < 1 || count > (__int128)UINT64_MAX) *valid = false;
+  at.value = (int64_t)((uint64_t)at.value + (uint64_t)step.value_step * r);
+  at.count = (uint64_t)count;
+  return at;
+}
 
 /* Allocates an empty fold (window/options checked by the caller). */
 ms_fold *fold_alloc(uint32_t window, uint64_t max_nodes);

@@ -351,11 +351,11 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     if ((rc = profile_read_unsigned(r, 10, &site->alignment)) < 0) return rc;
     if (site->alignment == 0) return read_error(r, "alignment is at least 1");
   }
-  /* An exact site's strides: signs, digits, parentheses, ^, steps' {,} and blanks, up to a
+  /* An exact site's strides: signs, digits, parentheses, ^, steps' {,@} and blanks, up to a
    * word. */
   const char *pattern = r->p;
   if (stored == 0)
-    while (r->p < r->end && (strchr("+-()^ {},", *r->p) || (*r->p >= '0' && *r->p <= '9')))
+    while (r->p < r->end && (strchr("+-()^ {},@", *r->p) || (*r->p >= '0' && *r->p <= '9')))
       r->p++;
   const char *pattern_end = r->p;
   while (pattern_end > pattern && pattern_end[-1] == ' ')

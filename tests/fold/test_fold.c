@@ -497,6 +497,21 @@ static void doubly_triangular_strides(seq *out, int64_t n, int which) {
       }
 }
 
+/* Strides of LU's trailing update (for i < n, for j in i..n-1, for k < i): a[i][k]
+ * (which = 0), a[k][j] (1), a[i][j] (2): the k loop's count steps with i, two loops up. */
+static void lu_update_strides(seq *out, int64_t n, int which) {
+  int64_t previous = 0;
+  bool first = true;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = i; j < n; j++)
+      for (int64_t k = 0; k < i; k++) {
+        int64_t address = 8 * (which == 0 ? i * n + k : which == 1 ? k * n + j : i * n + j);
+        if (!first) seq_add(out, address - previous);
+        first = false;
+        previous = address;
+      }
+}
+
 /* Folds `values`, checks the expansion, and returns the term count. */
 static uint64_t fold_exact_nodes(const seq *values, char **text) {
   ms_fold *fold = fold_values(values->v, values->n, 0, 0);
@@ -512,7 +527,7 @@ static uint64_t fold_exact_nodes(const seq *values, char **text) {
  * size (n, 4n, 16n: only the numbers in the text change). */
 static void test_non_rectangular_nests(void **state) {
   (void)state;
-  for (int kind = 0; kind < 6; kind++) {
+  for (int kind = 0; kind < 9; kind++) {
     uint64_t nodes[3];
     for (int scale = 0; scale < 3; scale++) {
       int64_t n = (kind < 4 ? 6 : 12) << (2 * scale);
@@ -520,7 +535,8 @@ static void test_non_rectangular_nests(void **state) {
       if (kind < 2) covariance_strides(&values, n, 5, kind);
       if (kind == 2) wavefront_strides(&values, n);
       if (kind == 3) trapezoid_strides(&values, n, 4);
-      if (kind >= 4) doubly_triangular_strides(&values, n, kind - 4);
+      if (kind == 4 || kind == 5) doubly_triangular_strides(&values, n, kind - 4);
+      if (kind >= 6) lu_update_strides(&values, n, kind - 6);
       char *text;
       nodes[scale] = fold_exact_nodes(&values, &text);
       if (scale == 0 || nodes[scale] != nodes[0])
@@ -547,6 +563,13 @@ static void test_non_rectangular_nests(void **state) {
   doubly_triangular_strides(&values, 40, 0);
   fold_exact_nodes(&values, &text);
   assert_non_null(strstr(text, "({+0,-8} +8^{1,+1})^{"));
+  free(text);
+  free(values.v);
+  /* LU's a[i][k]: within row i, j runs i..n-1 over the same k loop of i accesses */
+  values = (seq){0};
+  lu_update_strides(&values, 24, 0);
+  fold_exact_nodes(&values, &text);
+  assert_non_null(strstr(text, "(+8^{1,+1@2} {-8,-8@2})^{21,-1}"));
   free(text);
   free(values.v);
 }
@@ -589,32 +612,43 @@ static void gen_affine(char *out, size_t size) {
   }
 }
 
-/* A count C and step S (S may be 0) that stay >= 1 over `iterations`, printed `^{C,S}`. */
-static int gen_count(char *out, size_t size, int iterations) {
+/* A count C and step S (S may be 0) that stay >= 1 over `iterations`, printed `^{C,S}`
+ * (with `at`, e.g. "@2", after the step). */
+static int gen_count(char *out, size_t size, int iterations, const char *at) {
   int step = (int)rng_below(5) - 2;
   int count = 1 + (int)rng_below(3) + (step < 0 ? -step * (iterations - 1) : 0);
-  if (step) return snprintf(out, size, "^{%d,%+d}", count, step);
+  if (step) return snprintf(out, size, "^{%d,%+d%s}", count, step, at);
   return snprintf(out, size, "^%d", count);
 }
 
 /* A group with steps inside a group with steps (a doubly triangular nest), between
- * plain values: `+a ({v,s} ({w,t}^C +u^C)^{C,S} +x^C)^N +b`; counts stay >= 1. */
+ * plain values: `+a ({v,s} ({w,t}^C +u^C)^{C,S} +x^C)^N +b`; counts stay >= 1. In one
+ * case out of two the inner items step with the outer group instead (`@2`: LU's trailing
+ * update). */
 static void gen_nested_affine(char *out, size_t size) {
   int outer = 1 + (int)rng_below(9), at = 0;
   char inner_count[64];
-  gen_count(inner_count, sizeof inner_count, outer);
+  gen_count(inner_count, sizeof inner_count, outer, "");
   int inner_step = 0, inner_first = 0;
   if (strchr(inner_count, '{')) sscanf(inner_count, "^{%d,%d}", &inner_first, &inner_step);
   else sscanf(inner_count, "^%d", &inner_first);
   int inner_most = inner_first + (inner_step > 0 ? inner_step * (outer - 1) : 0);
-  at += snprintf(out + at, size - at, "%+d ({%+d,%+d} ({%+d,%+d}", (int)rng_below(9) - 4,
+  int up = rng_below(2) == 0;
+  const char *level = up ? "@2" : "";
+  int span = up ? outer : inner_most;
+  at += snprintf(out + at, size - at, "%+d ({%+d,%+d} ({%+d,%+d%s}", (int)rng_below(9) - 4,
                  (int)rng_below(9) - 4, (rng_below(2) ? 1 : -1) * (1 + (int)rng_below(3)),
-                 (int)rng_below(9) - 4, 1 + (int)rng_below(3));
-  at += gen_count(out + at, size - at, inner_most);
+                 (int)rng_below(9) - 4, 1 + (int)rng_below(3), level);
+  if (up) { /* a value and its count step with one group */
+    int step = (int)rng_below(3) - 1;
+    if (step) at += snprintf(out + at, size - at, "^{%d,%+d@2}", 1 + (int)rng_below(3) +
+                             (step < 0 ? outer - 1 : 0), step);
+  } else
+    at += gen_count(out + at, size - at, span, level);
   at += snprintf(out + at, size - at, " %+d", (int)rng_below(9) - 4);
-  at += gen_count(out + at, size - at, inner_most);
+  at += gen_count(out + at, size - at, span, level);
   at += snprintf(out + at, size - at, ")%s %+d", inner_count, (int)rng_below(9) - 4);
-  at += gen_count(out + at, size - at, outer);
+  at += gen_count(out + at, size - at, outer, "");
   snprintf(out + at, size - at, ")^%d %+d", outer, (int)rng_below(9) - 4);
 }
 

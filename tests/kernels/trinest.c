@@ -2,6 +2,8 @@
  *   trinest covariance [n]  for j1, for j2 >= j1, for i: c[j1][j2] += d[i][j1] d[i][j2]
  *   trinest trapezoid [n]   for i, for j in i .. min(i + 8, n - 1): a[i][j] += b[j][i]
  *   trinest lu [n]          for k, for i > k, for j > k: a[i][j] -= a[i][k] a[k][j] / a[k][k]
+ *   trinest cholesky [n]    for i, for j < i, for k < j: a[i][j] -= a[i][k] a[j][k] (a row
+ *                           by row Cholesky update, doubly triangular)
  *   trinest wavefront [n]   for d = i + j, for i on that diagonal: a[i][j] = a[i-1][j] + a[i][j-1]
  * n defaults to 40. Each nest is its own function (profile -f NAME); the program prints a
  * checksum so that the loops are not optimized away. */
@@ -34,6 +36,16 @@ __attribute__((noinline)) static void lu(double *a, int n) {
     }
 }
 
+__attribute__((noinline)) static void cholesky(double *a, int n) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++) {
+      double s = a[(long)i * n + j];
+      for (int k = 0; k < j; k++)
+        s -= a[(long)i * n + k] * a[(long)j * n + k];
+      a[(long)i * n + j] = s / a[(long)j * n + j];
+    }
+}
+
 __attribute__((noinline)) static void wavefront(double *a, int n) {
   for (int d = 2; d <= 2 * (n - 1); d++)
     for (int i = d - (n - 1) > 1 ? d - (n - 1) : 1; i <= d - 1 && i < n; i++) {
@@ -59,10 +71,12 @@ int main(int argc, char **argv) {
     trapezoid(a, b, n);
   else if (!strcmp(mode, "lu"))
     lu(a, n);
+  else if (!strcmp(mode, "cholesky"))
+    cholesky(a, n);
   else if (!strcmp(mode, "wavefront"))
     wavefront(a, n);
   else {
-    fprintf(stderr, "trinest: unknown mode '%s' (covariance, trapezoid, lu, wavefront)\n", mode);
+    fprintf(stderr, "trinest: unknown mode '%s' (covariance, trapezoid, lu, cholesky, wavefront)\n", mode);
     return 2;
   }
   double sum = 0;

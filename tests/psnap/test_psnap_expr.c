@@ -161,6 +161,10 @@ static void steps_expand_as_written(void **state) {
       "((+8^{2,-1})^2)^3",
       "+160 ({+136,-8} ({+0,-8} +8^{1,+1})^{4,+1})^14 +7",
       "(({+1,+1} (+2^{1,+1} {-3,-1})^{2,+1})^{5,-1} +5 (+6 (+7^{2,-1})^2)^{2,+1})^4",
+      /* steps with a group further up: LU's a[i][k] for i, j >= i, k < i (n = 24) */
+      "+0^22 ({+192,-8} (+8^{1,+1@2} {-8,-8@2})^{21,-1} +8^{1,+1})^20 +32 +8^21",
+      "((({+1,+2@3} +3^{3,-1@2})^{2,+1} +4)^3 -5)^2",
+      "(+1 (({-2,+5@2}^{2,+1@2} +7)^{3,-1} (+9^{2,+3@2})^2)^3)^3",
   };
   for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
     round_trip(texts[t], MS_EXPR_STRIDES);
@@ -203,6 +207,14 @@ static void steps_expand_as_written(void **state) {
   round_trip("(s0 (s1 s2)^{9,-1} s3)^5 s0", MS_EXPR_SITES);
   expect_error("+8^{2,-1}", MS_EXPR_STRIDES, "p.psnap:7:10: a step belongs");
   expect_error("(+1 (+8^{3,-1})^4)^2", MS_EXPR_STRIDES, "a step takes a repeat count below 1");
+  expect_error("(+8^{2,-1@2})^3", MS_EXPR_STRIDES, "p.psnap:7:11: a step's level is beyond");
+  expect_error("((+8 +1)^{2,-1@2})^3", MS_EXPR_STRIDES, "p.psnap:7:18: a step's level is beyond");
+  expect_error("((+8^{2,-1@64})^2)^3", MS_EXPR_STRIDES, "a step's level is 2 to 63");
+  expect_error("((+8^{2,-1@1})^2)^3", MS_EXPR_STRIDES, "a step's level is 2 to 63");
+  expect_error("(({+8,+1@2}^{2,-1})^2)^3", MS_EXPR_STRIDES, "one group");
+  expect_error("(({+8,+1}^{2,-1@2})^2)^3", MS_EXPR_STRIDES, "one group");
+  expect_error("((+8^{2,-1@})^2)^3", MS_EXPR_STRIDES, "expected a level");
+  expect_error("((+1 +8^{1,-1@2})^2)^3", MS_EXPR_STRIDES, "a step takes a repeat count below 1");
   expect_error("(+8 (+4)^{2,-1})^3 ", MS_EXPR_STRIDES, "a step takes a repeat count below 1");
   expect_error("(+8^{2,+0})^3", MS_EXPR_STRIDES, "a step is not 0");
   expect_error("({+8,2})^3", MS_EXPR_STRIDES, "expected a signed step");

@@ -1,14 +1,14 @@
 /* End to end on non-rectangular loop nests (tests/kernels/trinest.c), recorded through
  * Valgrind at sizes n, 4n, 16n:
- * - triangular (covariance), trapezoidal and wavefront nests: `memsnap verify` finds the
+ * - triangular (covariance), trapezoidal and wavefront nests, and the doubly triangular
+ *   ones of LU (whose k loop's count steps with i, two loops up: `^{159,-1@2}`) and
+ *   Cholesky (a loop with steps inside a loop with steps): `memsnap verify` finds the
  *   replay identical to the trace, address for address and in order; the profile has the
  *   same lines at every size and only its numbers change (trip counts
  *   written with steps, `^{159,-1}`, not one term per outer iteration): at most 96 bytes
  *   more at 16n;
  * - the profiles round trip (text -> load -> write gives the same text), and a replay from
- *   the middle (--from I --count N) equals that part of the whole replay;
- * - the doubly triangular LU nest replays exactly at the small sizes (its inner body changes
- *   with the outermost loop, two levels up, which steps do not describe: it grows).
+ *   the middle (--from I --count N) equals that part of the whole replay, also of LU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,27 +84,32 @@ static void assert_exact(const char *what, const char *profile) {
 
 static void nests_replay_exactly_in_constant_size(void **state) {
   (void)state;
-  const char *modes[] = {"covariance", "trapezoid", "wavefront"};
-  const int sizes[] = {10, 40, 160};
-  for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+  /* the doubly triangular nests need four rows of four inner runs before their steps show:
+   * from n = 20 (32 M accesses for LU at 16n) */
+  const struct {
+    const char *mode;
+    int n;
+  } nests[] = {{"covariance", 10}, {"trapezoid", 10}, {"wavefront", 10}, {"lu", 20}, {"cholesky", 20}};
+  for (size_t m = 0; m < sizeof nests / sizeof *nests; m++) {
     long bytes[3];
     int lines[3];
     for (int s = 0; s < 3; s++) {
       char profile[64];
-      snprintf(profile, sizeof profile, "%s-%d.psnap", modes[m], s);
-      record_and_profile(modes[m], sizes[s], profile);
-      assert_exact(modes[m], profile);
+      snprintf(profile, sizeof profile, "%s-%d.psnap", nests[m].mode, s);
+      record_and_profile(nests[m].mode, nests[m].n << (2 * s), profile);
+      assert_exact(nests[m].mode, profile);
       assert_round_trip(profile);
       bytes[s] = file_size(profile);
       lines[s] = line_count(profile);
     }
-    print_message("%-10s profile %ld, %ld, %ld bytes at n, 4n, 16n\n", modes[m], bytes[0], bytes[1],
-                  bytes[2]);
+    print_message("%-10s profile %ld, %ld, %ld bytes at n, 4n, 16n\n", nests[m].mode, bytes[0],
+                  bytes[1], bytes[2]);
     assert_int_equal(lines[1], lines[0]);
     assert_int_equal(lines[2], lines[0]);
     /* 16x the size adds a digit or two to the numbers that grow (counts, addresses) */
     if (bytes[1] < bytes[0] || bytes[2] < bytes[1] || bytes[2] > bytes[0] + 96)
-      fail_msg("%s: %ld, %ld, %ld bytes at n, 4n, 16n", modes[m], bytes[0], bytes[1], bytes[2]);
+      fail_msg("%s: %ld, %ld, %ld bytes at n, 4n, 16n", nests[m].mode, bytes[0], bytes[1],
+               bytes[2]);
   }
 }
 
@@ -137,20 +142,34 @@ static void partial_replay_of_a_triangle(void **state) {
   free(part);
 }
 
-static void doubly_triangular_lu_small(void **state) {
+/* LU's profile says how its k loop steps with i (`@2`), and a replay from the middle equals
+ * that part of the whole replay. */
+static void partial_replay_of_lu(void **state) {
   (void)state;
-  const int sizes[] = {10, 40};
-  for (int s = 0; s < 2; s++) {
-    record_and_profile("lu", sizes[s], "lu.psnap");
-    assert_exact("lu", "lu.psnap");
-  }
+  record_and_profile("lu", 40, "l.psnap");
+  char *text = test_read_in(dir, "l.psnap");
+  assert_non_null(strstr(text, "@2}"));
+  free(text);
+  assert_int_equal(test_memsnap_in(dir, "replay l.psnap"), 0);
+  char *whole = test_read_in(dir, "out");
+  assert_int_equal(test_memsnap_in(dir, "replay --from 23456 --count 5000 l.psnap"), 0);
+  char *part = test_read_in(dir, "out");
+  assert_non_null(whole);
+  assert_non_null(part);
+  const char *w = strstr(whole, "\n23456 ");
+  assert_non_null(w);
+  w++;
+  assert_int_equal(strncmp(part, "23456 ", 6), 0);
+  assert_memory_equal(part, w, strlen(part));
+  free(whole);
+  free(part);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nests_replay_exactly_in_constant_size),
       cmocka_unit_test(partial_replay_of_a_triangle),
-      cmocka_unit_test(doubly_triangular_lu_small),
+      cmocka_unit_test(partial_replay_of_lu),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
