@@ -80,6 +80,7 @@ struct ms_fold {
    * index"): positions [0, indexed) are chained by shape (value and group) and, for groups,
    * by where their body would end (position + body length); heads hold position + 1. */
   bool indexed_search;
+  uint64_t *powers; /* FOLD_HASH_BASE^k, k <= window: wide windows only (else NULL) */
   uint32_t indexed;
   uint32_t index_mask; /* shape buckets - 1 */
   uint32_t *shape_head, *shape_next, *shape_of;
