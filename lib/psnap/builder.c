@@ -60,7 +60,8 @@ typedef struct top_strides {
 /* An irregular site's recent 128-byte lines: 512 sets of 8, the least recent of a set
  * replaced, so that the lines of its last 4095 accesses are nearly all there (96 KiB
  * per irregular site). Line + 1 (0: empty) and, per 32-byte quarter, the site's access
- * number that touched it last, plus one (0: never). */
+ * number that touched it last, plus one (0: never); a line's latest touch is the latest
+ * of its four (a copy of it cost 16 KiB per site, 8 MB of bzip2's profiling). */
 #define REUSE_SETS 512
 #define REUSE_WAYS 8
 #define REUSE_TIMES 4096     /* reuse times measured: 1 to 4095 */
@@ -69,7 +70,6 @@ typedef struct top_strides {
 typedef struct reuse_lines {
   uint64_t line[REUSE_SETS * REUSE_WAYS];
   uint32_t when[REUSE_SETS * REUSE_WAYS][4]; /* modulo 2^32: times under 2^12 */
-  uint32_t last[REUSE_SETS * REUSE_WAYS];    /* the latest of the four */
   /* the site's jumps (accesses not at one of its frequent strides from the previous one):
    * what replay's walk takes its reuse odds for; all its accesses: what the odds are
    * judged by */
@@ -105,6 +105,10 @@ typedef struct site_state {
   uint64_t count, first, last, low, high, offsets; /* offsets: OR of address - first */
   ms_stride_history history;
   ms_fold *fold;
+  /* The sample's addresses: offsets from `first` (4 bytes) while they all fit in 32 bits,
+   * else the addresses (8 bytes; sample_near freed): bzip2's 493 lossy sites kept 60 MB
+   * of samples at 16 bytes each (position included). */
+  int32_t *sample_near;
   uint64_t *sample;
   float *sample_position; /* the site's access number of each sample: exact below 2^24,
                              within 2^-24 of it above (it only picks one eighth of the run);
@@ -356,7 +360,6 @@ static void reuse_add(reuse_lines *r, uint32_t now, uint64_t address, int jump) 
   uint32_t set = (uint32_t)((line * 0x9e3779b97f4a7c15ULL) >> 40) & (REUSE_SETS - 1);
   uint64_t *lines = &r->line[set * REUSE_WAYS];
   uint32_t(*when)[4] = &r->when[set * REUSE_WAYS];
-  uint32_t *last = &r->last[set * REUSE_WAYS];
   uint32_t way = 0;
   while (way < REUSE_WAYS && lines[way] != line + 1)
     way++;
@@ -380,14 +383,13 @@ static void reuse_add(reuse_lines *r, uint32_t now, uint64_t address, int jump) 
   } else {
     uint32_t oldest_age = 0;
     for (uint32_t w = 0; w < REUSE_WAYS; w++) {
-      uint32_t age = lines[w] ? now - last[w] : UINT32_MAX;
+      uint32_t age = lines[w] ? now - ms_psnap_latest(when[w], 0, 4) : UINT32_MAX;
       if (age >= oldest_age) way = w, oldest_age = age;
     }
     lines[way] = line + 1;
     memset(when[way], 0, sizeof when[way]);
   }
   when[way][quarter] = now;
-  last[way] = now;
 }
 
 /* Marks the 64-byte line of `address` touched: 1 if it was not before, 0 if it was, or
@@ -761,11 +763,14 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
   uint64_t slot = s->sample_count;
   if (slot == s->sample_capacity && slot < RESERVOIR) {
     uint32_t capacity = s->sample_capacity ? 2 * s->sample_capacity : 16;
-    uint64_t *sample = realloc(s->sample, capacity * sizeof *sample);
-    if (sample) s->sample = sample;
+    void *addresses;
+    if (s->sample) {
+      if ((addresses = realloc(s->sample, capacity * sizeof *s->sample))) s->sample = addresses;
+    } else if ((addresses = realloc(s->sample_near, capacity * sizeof *s->sample_near)))
+      s->sample_near = addresses;
     float *position = realloc(s->sample_position, capacity * sizeof *position);
     if (position) s->sample_position = position;
-    if (!sample || !position) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    if (!addresses || !position) return ms_error_set(MS_ERR_NOMEM, "out of memory");
     s->sample_capacity = capacity;
   }
   if (slot == RESERVOIR) {
@@ -774,7 +779,21 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
   } else
     s->sample_count++;
   if (slot < RESERVOIR) {
-    s->sample[slot] = address;
+    int64_t offset = (int64_t)(address - s->first);
+    if (!s->sample && offset == (int32_t)offset)
+      s->sample_near[slot] = (int32_t)offset;
+    else {
+      if (!s->sample) { /* widened, once */
+        uint64_t *wide = malloc(s->sample_capacity * sizeof *wide);
+        if (!wide) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+        for (uint32_t i = 0; i < s->sample_count; i++)
+          if (i != slot) wide[i] = s->first + (uint64_t)(int64_t)s->sample_near[i];
+        free(s->sample_near);
+        s->sample_near = NULL;
+        s->sample = wide;
+      }
+      s->sample[slot] = address;
+    }
     s->sample_position[slot] = (float)s->count;
   }
   s->sampled++;
@@ -841,7 +860,8 @@ static int make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
   for (uint32_t i = 0; i < s->sample_count; i++) {
     uint64_t segment = (uint64_t)((double)s->sample_position[i] * MS_PSNAP_SEGMENTS / (double)s->count);
     if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1; /* rounded up */
-    bins[segment][(s->sample[i] - s->low) / width]++;
+    uint64_t address = s->sample ? s->sample[i] : s->first + (uint64_t)(int64_t)s->sample_near[i];
+    bins[segment][(address - s->low) / width]++;
     per_segment[segment]++;
   }
   /* scaled to the accesses of each period, so that the numbers read as counts; a period
@@ -1077,6 +1097,7 @@ static void release_site(site_state *s) {
   ms_stride_history_free(&s->history);
   ms_fold_free(s->fold);
   free(s->sample);
+  free(s->sample_near);
   free(s->sample_position);
   free(s->all);
   free(s->tops);
@@ -1084,6 +1105,7 @@ static void release_site(site_state *s) {
   free_touches(s->touches);
   s->fold = NULL;
   s->sample = s->all = NULL;
+  s->sample_near = NULL;
   s->sample_position = NULL;
   s->tops = NULL;
   s->reuse = NULL;

@@ -695,6 +695,38 @@ static void lossy_sites_walk_their_strides(void **state) {
   free(s.accesses);
 }
 
+/* A lossy site over two regions 2^40 bytes apart (a heap and a stack): its sample keeps 32-bit
+ * offsets from its first address until the far region comes, then the addresses. The
+ * histogram holds both regions in their proportions, first half and second half alike. */
+static void lossy_sites_far_apart_keep_their_histogram(void **state) {
+  (void)state;
+  enum { N = 40000 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = 7, near = 0x10000000, far = near + (1ull << 40);
+  for (int i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t offset = (x >> 40) % 4096 * 8;
+    /* the far region only from the 5000th access, then one access in four */
+    emit(&s, 0, 0, (i >= 5000 && (x >> 20) % 4 == 0 ? far : near) + offset, 8, MS_LOAD);
+  }
+  ms_psnap_profile built = build(&s, 0);
+  const ms_psnap_site *site = &built.sites[0];
+  assert_true(site->lossy);
+  uint64_t low = 0, high = 0, total = 0;
+  for (int g = 4; g < MS_PSNAP_SEGMENTS; g++) /* the second half: a quarter far */
+    for (int bin = 0; bin < MS_PSNAP_HISTOGRAM_BINS; bin++) {
+      low += bin == 0 ? site->histogram[g][bin] : 0;
+      high += bin == MS_PSNAP_HISTOGRAM_BINS - 1 ? site->histogram[g][bin] : 0;
+      total += site->histogram[g][bin];
+    }
+  print_message("second half: near %.3f, far %.3f of %llu\n", (double)low / (double)total,
+                (double)high / (double)total, (unsigned long long)total);
+  assert_int_equal(low + high, total);
+  assert_true(fabs((double)high / (double)total - 0.25) < 0.03);
+  ms_psnap_profile_free(&built);
+  free(s.accesses);
+}
+
 /* A store that puts back what a load took from the same address, many accesses later (sort
  * restores the byte it cut off a line after comparing): tied to the load, across the
  * accesses in between, and replayed at the load's address. */
@@ -1238,6 +1270,7 @@ int main(void) {
       cmocka_unit_test(jumps_reuse_their_lines),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(lossy_sites_walk_their_strides),
+      cmocka_unit_test(lossy_sites_far_apart_keep_their_histogram),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
       cmocka_unit_test(executable_selection_keeps_programs),
