@@ -51,8 +51,10 @@ MS_API int ms_stride_class_parse(const char *name);           /* -1 if unknown *
 typedef struct ms_stride_history {
   int64_t *strides;
   uint64_t *counts;
-  uint64_t *rows; /* rows[i * capacity + j] */
-  uint32_t unique, capacity;
+  uint64_t *rows; /* rows[i * width + j] */
+  uint32_t unique, capacity; /* capacity: most unique strides kept */
+  uint32_t width;            /* strides, counts and rows have room for this many (grown up
+                                to capacity: most sites have few strides) */
   int overflowed;
 } ms_stride_history;
 
