@@ -120,6 +120,7 @@ typedef struct site_state {
   top_strides *tops;  /* once the history and the fold are over their caps */
   reuse_lines *reuse; /* from the same point on */
   first_touches *touches;
+  uint8_t over; /* its fold went over --site-cap (and was freed): lossy */
   /* the most frequent (previous site of the thread, address - its address), by a
    * majority vote; hits: times it held since it became the candidate */
   uint32_t tie_site;
@@ -742,9 +743,14 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
     if (rc == 0 && s->fold) {
       rc = ms_fold_push(s->fold, stride);
       if (rc == MS_FOLD_OVER_CAP) rc = 0;
+      if (ms_fold_over_cap(s->fold)) { /* its terms are of no use any more */
+        s->over = 1;
+        ms_fold_free(s->fold);
+        s->fold = NULL;
+      }
     }
     int frequent = 0;
-    if (rc == 0 && (s->tops || ms_fold_over_cap(s->fold))) rc = count_stride(s, stride, &frequent);
+    if (rc == 0 && (s->tops || s->over)) rc = count_stride(s, stride, &frequent);
     if (rc == 0 && s->tops) rc = count_reuse(s, address, !frequent);
     if (rc < 0) return rc;
   }
@@ -756,7 +762,7 @@ static int add_address(builder *b, site_state *s, uint64_t address) {
    * its fold over the cap: before that, only its first SAMPLE_ALWAYS accesses are kept
    * (a regular site of millions of accesses held 1 MiB of them: sqlite3's profile took
    * 11x the memory of recording it). */
-  if (s->count >= SAMPLE_ALWAYS && !ms_fold_over_cap(s->fold)) {
+  if (s->count >= SAMPLE_ALWAYS && !s->over) {
     s->count++;
     return 0;
   }
@@ -964,13 +970,14 @@ static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
   if (rc < 0) return rc;
   out->cls = decoding.cls;
   uint64_t strides = s->count - 1;
-  int over = ms_fold_over_cap(s->fold);
+  int over = s->over;
   ms_expr folded;
   ms_expr_init(&folded);
   if (!over && (rc = ms_fold_expr(s->fold, &folded)) < 0) {
     ms_stride_decoding_free(&decoding);
     return rc;
   }
+
   /* A fold over its cap leaves nothing to prove the decoded pattern with: equal stride
    * histories (counts and stride-to-stride transitions) do not make equal sequences. cg's
    * column loads (rows of 40 to 120 entries, +4^(n-1) +8 per row) have the history of
