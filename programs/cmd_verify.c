@@ -1,4 +1,5 @@
-/* memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache] [--sites N] [--json]
+/* memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache] [--whole] [--sites N]
+ * [--json]
  *
  * A profile measured against the stream it came from by ms_psnap_verify (memsnap/verify.h):
  * exact matches in program order and per site, the first divergence, and the hit rates on
@@ -18,6 +19,9 @@
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap verify PROFILE.psnap (TRACE | -- PROGRAM ARGS) [--no-cache]\n"
               "  --no-cache         skip the hit-rate comparison on the 46 hierarchies\n"
+              "  --whole            compare the hit rates of the whole run: the accesses the\n"
+              "                     profile's selection left out (libc, the loader) from the\n"
+              "                     trace on both sides, the replay in the selection's place\n"
               "  --sites N          list the N sites with the lowest match rate (default 10)\n"
               "  --json             the report as a JSON object\n"
               "  -o, --output FILE  write the report to FILE (default: standard output; standard\n"
@@ -88,10 +92,11 @@ static void write_text(FILE *out, const char *profile_path, const ms_verify_resu
   }
   free(order);
   if (r->has_rates) {
-    fprintf(
-        out,
-        "hit rates on the %d evaluation hierarchies (absolute difference, percentage points):\n",
-        MS_EVALUATION_COUNT);
+    fprintf(out,
+            "hit rates on the %d evaluation hierarchies (absolute difference, percentage points"
+            "%s):\n",
+            MS_EVALUATION_COUNT,
+            r->whole ? "; whole run: the accesses left out from the trace on both sides" : "");
     for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++)
       if (r->levels[l].count)
         fprintf(out, "  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1,
@@ -112,6 +117,7 @@ static void write_json(FILE *out, const char *profile_path, const ms_verify_resu
                          json_object_new_string(profile->selection ? profile->selection : "all"));
   json_object_object_add(root, "selected", json_u64(r->compared));
   json_object_object_add(root, "left_out", json_u64(r->left_out));
+  json_object_object_add(root, "whole_run", json_object_new_boolean(r->whole));
   json_object *exact = json_object_new_object();
   json_object_object_add(exact, "percent", json_object_new_double(percent(r->exact, r->total)));
   json_object_object_add(exact, "exact", json_u64(r->exact));
@@ -179,6 +185,7 @@ static void write_json(FILE *out, const char *profile_path, const ms_verify_resu
 int cmd_verify(int argc, char **argv) {
   static const struct option options[] = {
       {"no-cache", no_argument, NULL, 'N'},     {"sites", required_argument, NULL, 'S'},
+      {"whole", no_argument, NULL, 'W'},
       {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   ms_verify_options verify_options = {0};
@@ -190,6 +197,7 @@ int cmd_verify(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
     switch (c) {
     case 'N': verify_options.no_cache = 1; break;
+    case 'W': verify_options.whole = 1; break;
     case 'o': output = optarg; break;
     case 'j': json = 1; break;
     case 'S':

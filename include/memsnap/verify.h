@@ -8,7 +8,10 @@
  * streams part at once while every exact site may still be exact, and this says so. Sites
  * are matched by instruction address, thread, kind and size, so that a live run whose site
  * numbers differ is still compared. Then the hit rates of the selected trace and of the
- * whole replay on the 46 evaluation hierarchies (memsnap/evaluation.h).
+ * whole replay on the 46 evaluation hierarchies (memsnap/evaluation.h); with `whole`, of
+ * the whole trace and of the whole trace with the selected accesses replaced by the
+ * replay's (each thread's next one, in the trace's order): the run as the caches see it,
+ * the accesses the selection left out (libc's memcpy, the loader) on both sides.
  */
 #ifndef MEMSNAP_VERIFY_H
 #define MEMSNAP_VERIFY_H
@@ -26,6 +29,7 @@ extern "C" {
 
 typedef struct ms_verify_options {
   int no_cache; /* skip the hit rates on the 46 hierarchies */
+  int whole;    /* hit rates of the whole run, left-out accesses included on both sides */
 } ms_verify_options;
 
 /* One profile site. */
@@ -52,6 +56,7 @@ typedef struct ms_verify_result {
                                       * entirely */
   ms_verify_site *sites;             /* [profile.site_count] */
   int has_rates;                     /* 0 with no_cache */
+  int whole;                         /* the rates are of the whole run (options.whole) */
   ms_evaluation_rates trace_rates, replay_rates;
   ms_rate_difference levels[MS_HIERARCHY_MAX_LEVELS];
 } ms_verify_result;

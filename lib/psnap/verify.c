@@ -153,14 +153,17 @@ static void compare_own(verify_state *v, const ms_site_table *trace_sites, const
   r->own_exact += same;
 }
 
-static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_access *a) {
+/* Compares trace access `a` with its thread's next replayed access; returns that access
+ * (NULL when the replay has none). */
+static const ms_access *compare(verify_state *v, const ms_site_table *trace_sites,
+                                const ms_access *a) {
   ms_verify_result *r = v->r;
   ms_psnap_profile *p = v->profile;
   uint64_t index = v->index++;
   compare_own(v, trace_sites, a);
   if (a->thread >= p->thread_count) {
     r->extra++;
-    return;
+    return NULL;
   }
   thread_replay *t = &v->threads[a->thread];
   const ms_access *replayed = next_replayed(t);
@@ -168,7 +171,7 @@ static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_
   r->compared++;
   if (!replayed) {
     r->extra++;
-    return;
+    return NULL;
   }
   int same =
       replayed->address == a->address && replayed->size == a->size && replayed->kind == a->kind;
@@ -193,6 +196,7 @@ static void compare(verify_state *v, const ms_site_table *trace_sites, const ms_
              ordinal_suffix(r->sites[s].total), s, mine);
     r->diverged = 1;
   }
+  return replayed;
 }
 
 /* A replay of the profile (all of it, or the sites of `mask`), from its own copy. */
@@ -204,34 +208,49 @@ static int open_replay(const char *path, const uint8_t *mask, ms_source **out) {
 }
 
 /* The trace, filtered by the selection, against the replays; the selected accesses go to
- * the trace's hierarchies when there are any. */
-static int compare_trace(verify_state *v, ms_source *trace, ms_hierarchy_set *set) {
-  ms_batch batch = {0}, kept = {0};
+ * the trace's hierarchies when there are any. With `mixed` (whole run), every trace access
+ * goes to `set`, and to `mixed` the left-out ones and, for the selected ones, the replayed
+ * accesses they were compared with. */
+static int compare_trace(verify_state *v, ms_source *trace, ms_hierarchy_set *set,
+                         ms_hierarchy_set *mixed) {
+  ms_batch batch = {0}, kept = {0}, replaced = {0};
   int n = ms_batch_init(&batch, 0);
   if (n == 0) n = ms_batch_init(&kept, 0);
+  if (n == 0) n = ms_batch_init(&replaced, 0);
   while (n == 0 && (n = ms_source_next(trace, &batch)) > 0) {
     const ms_site_table *sites = ms_source_info(trace)->sites;
     kept.count = 0;
+    replaced.count = 0;
     for (size_t i = 0; i < batch.count; i++) {
       const ms_access *a = &batch.accesses[i];
       int keep = ms_psnap_filter_keeps(v->filter, sites, a->site);
       if (keep < 0) n = keep;
       if (keep <= 0) {
         v->r->left_out += keep == 0;
+        if (mixed && keep == 0) {
+          kept.accesses[kept.count++] = *a;
+          replaced.accesses[replaced.count++] = *a;
+        }
         continue;
       }
-      compare(v, sites, a);
+      const ms_access *replayed = compare(v, sites, a);
       kept.accesses[kept.count++] = *a;
+      if (mixed && replayed) replaced.accesses[replaced.count++] = *replayed;
     }
     if (n < 0) break;
     if (set && kept.count) {
       int rc = ms_hierarchy_set_access_batch(set, &kept);
       if (rc < 0) n = rc;
     }
+    if (mixed && replaced.count && n >= 0) {
+      int rc = ms_hierarchy_set_access_batch(mixed, &replaced);
+      if (rc < 0) n = rc;
+    }
     if (n > 0) n = 0;
   }
   ms_batch_free(&batch);
   ms_batch_free(&kept);
+  ms_batch_free(&replaced);
   return n;
 }
 
@@ -269,17 +288,31 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
     rc = ms_evaluation_set_new(&sets[0]);
     if (rc == 0) rc = ms_evaluation_set_new(&sets[1]);
   }
-  if (rc == 0) rc = compare_trace(&v, trace, sets[0]);
-  for (uint32_t t = 0; rc == 0 && t < profile->thread_count; t++)
-    while (next_replayed(&v.threads[t]))
+  if (rc == 0) rc = compare_trace(&v, trace, sets[0], o->whole ? sets[1] : NULL);
+  for (uint32_t t = 0; rc == 0 && t < profile->thread_count; t++) {
+    const ms_access *a;
+    batch.count = 0;
+    while (rc == 0 && (a = next_replayed(&v.threads[t]))) { /* beyond the trace */
       out->missing++;
+      if (!o->whole || !sets[1]) continue;
+      batch.accesses[batch.count++] = *a;
+      if (batch.count == batch.capacity) {
+        rc = ms_hierarchy_set_access_batch(sets[1], &batch);
+        batch.count = 0;
+      }
+    }
+    if (rc == 0 && batch.count) rc = ms_hierarchy_set_access_batch(sets[1], &batch);
+    batch.count = 0;
+  }
   if (rc == 0 && sets[1]) {
-    /* the whole replay, as `memsnap sim PROFILE` simulates it */
-    int n;
-    rc = open_replay(profile_path, NULL, &whole);
-    while (rc == 0 && (n = ms_source_next(whole, &batch)) > 0)
+    /* the whole replay, as `memsnap sim PROFILE` simulates it (or, whole, the run with
+     * the replay in the selection's place, made above) */
+    int n = 0;
+    if (!o->whole) rc = open_replay(profile_path, NULL, &whole);
+    while (rc == 0 && !o->whole && (n = ms_source_next(whole, &batch)) > 0)
       rc = ms_hierarchy_set_access_batch(sets[1], &batch);
     if (rc == 0 && n < 0) rc = n;
+    out->whole = o->whole;
     if (rc == 0) rc = ms_hierarchy_set_flush(sets[0]);
     if (rc == 0) rc = ms_hierarchy_set_flush(sets[1]);
     if (rc == 0) {

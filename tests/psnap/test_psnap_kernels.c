@@ -579,6 +579,65 @@ static void compressed_profiles_are_read_everywhere(void **state) {
   free(text), free(packed), free(named), free(unpacked);
 }
 
+/* Hit rates of every access of dir/trace on the 46 evaluation hierarchies: the oracle of
+ * verify --whole's trace side. */
+static void whole_trace_rates(const char *trace, ms_evaluation_rates *out) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, trace);
+  ms_source *source;
+  ms_hierarchy_set *set;
+  ms_batch batch;
+  if (ms_open(path, 0, NULL, NULL, &source) < 0) fail_msg("%s", ms_error_message());
+  assert_int_equal(ms_evaluation_set_new(&set), 0);
+  assert_int_equal(ms_batch_init(&batch, 0), 0);
+  int n;
+  while ((n = ms_source_next(source, &batch)) > 0)
+    assert_int_equal(ms_hierarchy_set_access_batch(set, &batch), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(ms_hierarchy_set_flush(set), 0);
+  ms_evaluation_hit_rates(set, out);
+  ms_batch_free(&batch);
+  ms_hierarchy_set_free(set);
+  ms_source_destroy(source);
+}
+
+/* verify --whole: the trace side is every access of the trace (the selection's left-out
+ * ones too), the replay side the same run with the selection replayed; for an exact
+ * profile of one function, the two are equal, and differ from the selection alone. */
+static void whole_run_verify_keeps_the_left_out_accesses(void **state) {
+  (void)state;
+  record("stream_add", 5000, "w.mtr");
+  assert_int_equal(test_memsnap_in(dir, "profile -q -f stream_add -o w.psnap w.mtr"), 0);
+  char profile_path[1024], trace_path[1024];
+  snprintf(profile_path, sizeof profile_path, "%s/w.psnap", dir);
+  snprintf(trace_path, sizeof trace_path, "%s/w.mtr", dir);
+  ms_verify_result whole, selected;
+  for (int w = 0; w < 2; w++) {
+    ms_source *source;
+    if (ms_open(trace_path, 0, NULL, NULL, &source) < 0) fail_msg("%s", ms_error_message());
+    ms_verify_options options = {.whole = w};
+    assert_int_equal(ms_psnap_verify(profile_path, source, &options, w ? &whole : &selected), 0);
+    ms_source_destroy(source);
+  }
+  ms_evaluation_rates oracle;
+  whole_trace_rates("w.mtr", &oracle);
+  assert_true(whole.whole && !selected.whole);
+  assert_true(whole.left_out > 1000 && whole.exact == whole.total);
+  int differ = 0;
+  for (int h = 0; h < MS_EVALUATION_COUNT; h++)
+    for (int l = 0; l < oracle.levels[h]; l++) {
+      assert_true(whole.trace_rates.hit_rate[h][l] == oracle.hit_rate[h][l]);
+      assert_true(whole.replay_rates.hit_rate[h][l] == oracle.hit_rate[h][l]);
+      differ |= selected.trace_rates.hit_rate[h][l] != oracle.hit_rate[h][l];
+    }
+  assert_true(differ);
+  ms_verify_result_free(&whole);
+  ms_verify_result_free(&selected);
+  assert_int_equal(test_memsnap_in(dir, "verify --whole w.psnap w.mtr"), 0);
+  assert_out_contains("whole run: the accesses left out from the trace on both sides");
+  assert_out_contains("L1 mean 0.000 max 0.000");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(regular_kernels_replay_exactly_in_constant_size),
@@ -591,6 +650,7 @@ int main(void) {
       cmocka_unit_test(verify_compares_each_site_apart_from_order),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
       cmocka_unit_test(compressed_profiles_are_read_everywhere),
+      cmocka_unit_test(whole_run_verify_keeps_the_left_out_accesses),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
