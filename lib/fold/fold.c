@@ -761,7 +761,7 @@ static bool similar_terms(const ms_fold *fold, const ms_fold_term *t, uint32_t k
   }
   if (bodies) {
     ms_fold_steps body[FOLD_BODY_STEPS_MAX];
-    uint32_t length;
+    uint32_t length = 0;
     return bodies_step(fold, t, k, body, FOLD_BODY_STEPS_MAX, &length);
   }
   return true;
@@ -794,8 +794,9 @@ static int affine_try(ms_fold *fold, uint32_t k, bool *changed) {
     int64_t count_step = (int64_t)(b[j].count - a[j].count);
     if (a[j].group != b[j].group) { /* a body that steps with this one */
       ms_fold_steps body[FOLD_BODY_STEPS_MAX];
-      uint32_t length;
-      bodies_step(fold, &a[j], k, body, FOLD_BODY_STEPS_MAX, &length);
+      uint32_t length = 0;
+      if (!bodies_step(fold, &a[j], k, body, FOLD_BODY_STEPS_MAX, &length))
+        return MS_OK; /* not reached: similar_terms checked every term */
       if (!(a[j].steps = fold_steps_add_body(fold, count_step, body, length)))
         return MS_ERR_NOMEM;
     } else if ((value_step || count_step) &&
