@@ -32,7 +32,7 @@ static void usage(FILE *to) {
               "  -l, --line FILE:LINE  keep only the accesses of this source line (repeatable)\n"
               "      --lossless        keep the exact addresses of sites without a pattern\n"
               "      --max-strides N   unique strides per stride history (default 32)\n"
-              "      --site-cap N      pattern terms per site before it is lossy (default 512)\n"
+              "      --site-cap N      pattern terms per site before it is lossy (default 2048)\n"
               "      --order-cap N     order terms per thread before it is lossy (default 262144)\n"
               "      --order-window N  order terms searched for loops, whose bodies can have\n"
               "                        up to N/2 (a power of two, 2 to 4096; default 1024)\n"

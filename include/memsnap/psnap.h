@@ -241,7 +241,7 @@ MS_API int ms_psnap_detect(const char *path);
 
 typedef struct ms_psnap_options {
   uint32_t max_strides;         /* unique strides per history (default 32) */
-  uint32_t site_cap;            /* pattern nodes per site before it is lossy (default 512) */
+  uint32_t site_cap;            /* pattern nodes per site before it is lossy (default 2048) */
   uint32_t order_cap;           /* order nodes per thread before it is lossy (default 262144) */
   int lossless;                 /* keep the exact addresses of lossy sites */
   const char *const *functions; /* keep only accesses of sites in these functions */

@@ -201,7 +201,7 @@ typedef struct builder {
 void ms_psnap_options_default(ms_psnap_options *options) {
   memset(options, 0, sizeof *options);
   options->max_strides = 32;
-  options->site_cap = 512;
+  options->site_cap = 2048;
   options->order_cap = 262144;
   options->order_window = 1024;
   options->order_periods = 64;
@@ -216,11 +216,15 @@ void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summ
 }
 
 void ms_psnap_options_preset(ms_psnap_options *options, int fidelity) {
-  /* high makes mg's and sort's orders exact and sqlite3's L1 error 0.9 points (4.7 at
-   * normal), at up to 14 s instead of 1.4 for profiling a trace of 9 M accesses and 0.41
-   * of the .mtr for sqlite3 (0.33) */
+  /* Sites of 2048 terms at normal, not 512 (docs/accuracy.md, small sizes, L1 / L2 mean error
+   * and .psnap.zst / .mtr, 512 -> 2048): cg 0.39 / 4.00 -> 0.10 / 1.53 and mg exact (its
+   * restriction over V-cycles needs a second cycle's terms before it folds), sqlite3 0.99 /
+   * 15.4 -> 0.58 / 11.5, sort 0.05 / 3.8 -> 0.04 / 2.6, bzip2 0.28 / 0.68 -> 0.39 / 0.80;
+   * profiles up to 1.45x larger (sort 0.105 -> 0.143, bzip2 0.065 -> 0.094), profiling
+   * faster and smaller (fewer lossy sites to model: sqlite3 2.3 -> 1.9 s, 204 -> 181 MB).
+   * 4096 (high) gained less (sqlite3 L2 9.6, cg 1.8) for profiles 1.1-1.5x larger again. */
   static const uint32_t presets[3][3] = {
-      {128, 16384, 64}, {512, 262144, 1024}, {4096, 1u << 20, 4096}};
+      {128, 16384, 64}, {2048, 262144, 1024}, {4096, 1u << 20, 4096}};
   if (fidelity < 0) fidelity = 0;
   if (fidelity > 2) fidelity = 2;
   options->site_cap = presets[fidelity][0];

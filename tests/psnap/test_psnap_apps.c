@@ -99,15 +99,17 @@ static void application_orders_are_exact(void **state) {
 }
 
 /* --fidelity: mg's interpolation loads (inner loops of 1 or 2 trips by parity, grids of
- * every level) go over the default site cap (97.5% exact in order); at high fidelity they
- * stay exact and the whole run replays exactly; at low the summary names the smaller cap. */
+ * every level) go over the low site cap, and the summary names it; at normal (2048 terms a
+ * site) and high fidelity they stay exact and the whole run replays exactly. */
 static void fidelity_levels(void **state) {
   (void)state;
   char kernel_path[1024];
   test_kernel("mg", kernel_path, sizeof kernel_path);
   assert_int_equal(test_memsnap_in(dir, "record -q -o app.mtr -- %s 5 1", kernel_path), 0);
   assert_int_equal(test_memsnap_in(dir, "profile -o app.psnap app.mtr"), 0);
-  assert_file_contains("err", "mg normal", "sites lossy (over --site-cap 512: ");
+  assert_file_contains("err", "mg normal", "every site exact, order exact");
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache app.psnap app.mtr"), 0);
+  assert_out_contains("mg normal", "exact match: 100.0000%");
   assert_int_equal(test_memsnap_in(dir, "profile --fidelity high -o app.psnap app.mtr"), 0);
   assert_file_contains("err", "mg high", "every site exact, order exact");
   assert_int_equal(test_memsnap_in(dir, "verify --no-cache app.psnap app.mtr"), 0);
