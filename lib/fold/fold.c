@@ -296,7 +296,6 @@ int fold_top_append(ms_fold *fold, const ms_fold_term *term) {
   return MS_OK;
 }
 
-
 /* ---- Sequences (bodies) -------------------------------------------------------------- */
 
 bool fold_term_length(const ms_fold *fold, const ms_fold_term *term, uint64_t *length) {
