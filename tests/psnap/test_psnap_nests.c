@@ -113,6 +113,32 @@ static void nests_replay_exactly_in_constant_size(void **state) {
   }
 }
 
+/* `replay --from FROM --count COUNT PROFILE` (one line per access, "INDEX THREAD KIND
+ * ADDRESS SIZE SITE") is exactly those lines of the whole replay. */
+static void assert_partial_replay(const char *profile, long from, long count) {
+  assert_int_equal(test_memsnap_in(dir, "replay %s", profile), 0);
+  char *whole = test_read_in(dir, "out");
+  assert_int_equal(test_memsnap_in(dir, "replay --from %ld --count %ld %s", from, count, profile),
+                   0);
+  char *part = test_read_in(dir, "out");
+  assert_non_null(whole);
+  assert_non_null(part);
+  char first[32], last[32];
+  snprintf(first, sizeof first, "\n%ld ", from);
+  snprintf(last, sizeof last, "\n%ld ", from + count - 1);
+  const char *w = strstr(whole, first);
+  assert_non_null(w);
+  w++;
+  assert_int_equal(strncmp(part, first + 1, strlen(first + 1)), 0);
+  size_t length = strlen(part);
+  const char *end = strstr(part, last);
+  assert_non_null(end);
+  assert_int_equal(strchr(end + 1, '\n') - part + 1, (long)length);
+  assert_memory_equal(part, w, length);
+  free(whole);
+  free(part);
+}
+
 /* The steps are in the profile, and a partial replay from the middle of the triangle
  * equals the same part of the whole replay. */
 static void partial_replay_of_a_triangle(void **state) {
@@ -122,24 +148,7 @@ static void partial_replay_of_a_triangle(void **state) {
   assert_non_null(strstr(text, "^{39,-1}"));
   assert_non_null(strstr(text, ",+8}"));
   free(text);
-  /* replay as text: one line per access, "INDEX THREAD KIND ADDRESS SIZE SITE" */
-  assert_int_equal(test_memsnap_in(dir, "replay c.psnap"), 0);
-  char *whole = test_read_in(dir, "out");
-  assert_int_equal(test_memsnap_in(dir, "replay --from 31337 --count 20000 c.psnap"), 0);
-  char *part = test_read_in(dir, "out");
-  assert_non_null(whole);
-  assert_non_null(part);
-  const char *w = strstr(whole, "\n31337 ");
-  assert_non_null(w);
-  w++;
-  assert_int_equal(strncmp(part, "31337 ", 6), 0);
-  size_t length = strlen(part);
-  const char *last = strstr(part, "\n51336 ");
-  assert_non_null(last);
-  assert_int_equal(strchr(last + 1, '\n') - part + 1, (long)length);
-  assert_memory_equal(part, w, length);
-  free(whole);
-  free(part);
+  assert_partial_replay("c.psnap", 31337, 20000);
 }
 
 /* LU's profile says how its k loop steps with i (`@2`), and a replay from the middle equals
@@ -150,19 +159,7 @@ static void partial_replay_of_lu(void **state) {
   char *text = test_read_in(dir, "l.psnap");
   assert_non_null(strstr(text, "@2}"));
   free(text);
-  assert_int_equal(test_memsnap_in(dir, "replay l.psnap"), 0);
-  char *whole = test_read_in(dir, "out");
-  assert_int_equal(test_memsnap_in(dir, "replay --from 23456 --count 5000 l.psnap"), 0);
-  char *part = test_read_in(dir, "out");
-  assert_non_null(whole);
-  assert_non_null(part);
-  const char *w = strstr(whole, "\n23456 ");
-  assert_non_null(w);
-  w++;
-  assert_int_equal(strncmp(part, "23456 ", 6), 0);
-  assert_memory_equal(part, w, strlen(part));
-  free(whole);
-  free(part);
+  assert_partial_replay("l.psnap", 23456, 5000);
 }
 
 int main(void) {
