@@ -677,11 +677,15 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
     if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = prefix_to_paths(b, t);
   }
   if (rc == 0 && t->over) rc = count_transition(b, t, t->previous, site, t->accesses);
-  /* from the thread's first access by an irregular site on, every access enters the
-   * thread's line table, and an irregular site's access counts the time since its line's
-   * latest touch (a thread of regular sites only keeps none: profiling adi's trace took
-   * 11% longer and 4 MiB more with one from the start) */
-  if (!t->lines && b->sites[site].reuse && !(t->lines = calloc(LINE_SLOTS, sizeof *t->lines)))
+  /* every access enters the thread's line table from the thread's start, and an irregular
+   * site's access counts the time since its line's latest touch. A table started at the
+   * first irregular access missed the lines that regular code touched before: a table
+   * filled by a loop, then looked up at random (tests/kernels/sparse_table.c), counted
+   * its lookups' lines as first touches, and the replay touched 2757 lines rather than
+   * 1500 (L2 8.7 points off, 3.3 with the table from the start). Profiling adi's 8.4 M
+   * accesses, which never needed the table, took no longer with it (farm-bench, 9 pairs,
+   * 0.73x), and 4 MiB more. */
+  if (!t->lines && !(t->lines = calloc(LINE_SLOTS, sizeof *t->lines)))
     return ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (t->lines) {
     uint64_t line = address >> 6;
@@ -868,7 +872,8 @@ static int make_lossy(builder *b, site_state *s, ms_psnap_site *out) {
   uint64_t bins[MS_PSNAP_SEGMENTS][MS_PSNAP_HISTOGRAM_BINS] = {{0}};
   uint64_t per_segment[MS_PSNAP_SEGMENTS] = {0};
   for (uint32_t i = 0; i < s->sample_count; i++) {
-    uint64_t segment = (uint64_t)((double)s->sample_position[i] * MS_PSNAP_SEGMENTS / (double)s->count);
+    uint64_t segment =
+        (uint64_t)((double)s->sample_position[i] * MS_PSNAP_SEGMENTS / (double)s->count);
     if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1; /* rounded up */
     uint64_t address = s->sample ? s->sample[i] : s->first + (uint64_t)(int64_t)s->sample_near[i];
     bins[segment][(address - s->low) / width]++;
