@@ -50,6 +50,8 @@
 typedef struct shared_lines {
   uint64_t now;
   uint64_t *ring;
+  uint32_t *maker; /* per ring entry, the profile site that made it (NO_MAKER: exact) */
+  const ms_psnap_site *sites;
   struct {
     uint64_t line, when;
   } * latest;
@@ -60,7 +62,9 @@ static size_t latest_slot(uint64_t line) {
   return (size_t)((line * 0x9e3779b97f4a7c15ULL) >> 46) & (SHARED_SLOTS - 1);
 }
 
-static void shared_push(shared_lines *g, uint64_t address) {
+#define NO_MAKER UINT32_MAX
+static void shared_push(shared_lines *g, uint64_t address, uint32_t maker) {
+  g->maker[g->now % SHARED_RING] = maker;
   g->ring[g->now % SHARED_RING] = address;
   size_t slot = latest_slot(address >> 6);
   g->latest[slot].line = (address >> 6) + 1;
@@ -443,6 +447,18 @@ static int shared_address(const ms_psnap_site *site, const shared_lines *g, uint
                                              : candidate;
       if (!histogram[(at - site->low) / width]) continue;
     }
+    /* a line last touched by a site tied to this one: the address of this site that the
+     * tie stands for (bintree's key load otherwise took the left field's address as its
+     * own, and its tied loads then fell in one line with it more often than the
+     * program's did) */
+    uint32_t maker = g->maker[when % SHARED_RING];
+    if (maker != NO_MAKER && g->sites[maker].tied && g->sites[maker].tie_site == id) {
+      uint64_t own = candidate - (uint64_t)g->sites[maker].tie_delta;
+      if (own >= site->low && own <= site->high && (own - base) % a == 0) {
+        *address = own;
+        return 1;
+      }
+    }
     /* the half touched last, with the program's odds, else the other one (a cache of
      * 32-byte lines tells them apart) */
     bool same = mix(r ^ when) % site->shared[b] < site->shared_same[b];
@@ -676,7 +692,7 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
     for (size_t i = 0; i < n; i++) {
       out[i] = model;
       out[i].address = site_next(r, id);
-      if (r->shared.ring) shared_push(&r->shared, out[i].address);
+      if (r->shared.ring) shared_push(&r->shared, out[i].address, id);
     }
     return n;
   }
@@ -701,7 +717,7 @@ static size_t site_emit(replay *r, uint32_t id, ms_access *out, size_t n) {
   }
   rs->position += n;
   for (size_t j = 0; r->shared.ring && j < n; j++)
-    shared_push(&r->shared, out[j].address);
+    shared_push(&r->shared, out[j].address, NO_MAKER);
   return n;
 }
 
@@ -1215,7 +1231,7 @@ static int replay_next(ms_source *source, ms_batch *batch) {
       size_t fast = emit_iterations(r, batch->accesses + n, capacity - n);
       if (fast) {
         for (size_t j = 0; r->shared.ring && j < fast; j++)
-          shared_push(&r->shared, batch->accesses[n + j].address);
+          shared_push(&r->shared, batch->accesses[n + j].address, NO_MAKER);
         n += fast;
         continue;
       }
@@ -1344,6 +1360,7 @@ static void replay_destroy(ms_source *source) {
   free(r->source_start);
   free(r->source_next);
   free(r->shared.ring);
+  free(r->shared.maker);
   free(r->shared.latest);
   free(r->scratch);
   ms_psnap_profile_free(&r->profile);
@@ -1389,10 +1406,12 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
     if (p->sites[s].lossy && !p->sites[s].tied &&
         (p->sites[s].shared_accesses || ms_psnap_site_new_lines(&p->sites[s]))) {
       r->shared.ring = malloc(SHARED_RING * sizeof *r->shared.ring);
+      r->shared.maker = malloc(SHARED_RING * sizeof *r->shared.maker);
+      r->shared.sites = p->sites;
       r->shared.latest = calloc(SHARED_SLOTS, sizeof *r->shared.latest);
       r->scratch_capacity = MS_BATCH_CAPACITY;
       r->scratch = malloc(r->scratch_capacity * sizeof *r->scratch);
-      if (!r->shared.ring || !r->shared.latest || !r->scratch)
+      if (!r->shared.ring || !r->shared.maker || !r->shared.latest || !r->scratch)
         return ms_error_set(MS_ERR_NOMEM, "out of memory");
     }
   for (uint32_t s = 0; s < p->site_count && r->shared.ring; s++) {
