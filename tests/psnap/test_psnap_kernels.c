@@ -9,8 +9,8 @@
  *   executable, counted independently from the trace's site table, and replays them
  *   exactly; --all-objects keeps every access;
  * - a table filled by a loop and then looked up at random replays on about the lines the
- *   program touched (lossy re-touches take old lines), and a tree's lookups keep to their
- *   nodes, within the bars;
+ *   program touched (lossy re-touches take old lines), a tree's lookups keep to their
+ *   nodes, within the bars, and a hash lookup's found node is read where the lookup ended;
  * - the live profile (built while the program runs) is the profile of its trace;
  * - a zstd-compressed profile is read by every command as its text.
  */
@@ -448,8 +448,8 @@ static size_t distinct_lines(const char *name) {
  * touch the lines the program used, not lines drawn afresh from the table's range. Before
  * the profile counted the loop's lines as the lookups' (they were first touches to the
  * lookups) and the replay re-touched old lines, the replay touched 3539 lines (the
- * program: 1598) and its L2 hit rates were 9.4 points off on average; now 1967 and 3.6 (this test,
- * with its own recording). */
+ * program: 1598) and its L2 hit rates were 9.4 points off on average; now about 1940 lines
+ * and 1.4 points. */
 static void lookups_of_a_filled_table_touch_its_lines(void **state) {
   (void)state;
   record("sparse_table", 1500, "sparse.mtr");
@@ -471,7 +471,7 @@ static void lookups_of_a_filled_table_touch_its_lines(void **state) {
   assert_true(program >= 1500 && program < 1700);
   assert_true(replay * 4 <= program * 5);
   assert_true(l1 <= 1.0);
-  assert_true(l2 <= 4.5);
+  assert_true(l2 <= 2.0);
 }
 
 /* A binary search tree looked up from its root (tests/kernels/bintree.c, 5000 keys, 2
@@ -479,7 +479,7 @@ static void lookups_of_a_filled_table_touch_its_lines(void **state) {
  * load that takes a line its tied loads touched last must take its own node's key, not
  * the child field's address (its tied loads then fell in the next node's line less often
  * than the program's): with that, the replay is within the bars of PSnAP profiles over the
- * catalog, L1 mean 0.81 and max 2.92 points, L2 mean 0.80; before, 3.05, 8.08 and 2.84. */
+ * catalog, L1 mean 0.68 and max 2.58 points, L2 mean 1.15; before, 3.05, 8.08 and 2.84. */
 static void tree_lookups_keep_their_nodes(void **state) {
   (void)state;
   char kernel_path[1024];
@@ -501,6 +501,36 @@ static void tree_lookups_keep_their_nodes(void **state) {
   assert_true(l1 <= 1.0);
   assert_true(l1_max <= 3.5);
   assert_true(l2 <= 1.5);
+}
+
+/* Chained hash lookups (tests/kernels/hashtab.c, 20000 keys, 4 rounds): the key load is
+ * lossy, and the load of the found node's value (hashtab.c:102), exact by itself, reads
+ * 8 bytes after the key that the lookup read last. Left exact, its addresses fell in other
+ * lines than the replayed lookups' and the program's L1 hits on the node's line became
+ * misses (L1 mean error 2.25 points); tied to the key load, 0.59. Its L2 error grew from
+ * 0.77 to 1.97 points: the lossy key load's own long reuses, which the exact load's
+ * misses had hidden, are too short (docs/accuracy.md). */
+static void found_nodes_are_read_where_the_lookup_ended(void **state) {
+  (void)state;
+  char kernel_path[1024];
+  assert_int_equal(test_memsnap_in(dir, "record -q -o chains.mtr -- %s 20000 4",
+                                   test_kernel("hashtab", kernel_path, sizeof kernel_path)),
+                   0);
+  assert_int_equal(test_memsnap_in(dir, "profile -q -o chains.psnap chains.mtr"), 0);
+  char *text = test_read_in(dir, "chains.psnap");
+  const char *value = strstr(text, " at hashtab.c:102 ");
+  assert_non_null(value);
+  const char *next = strstr(value, "\ns"), *tie = strstr(value, "\n  tie s");
+  if (!tie || (next && tie > next)) fail_msg("the value load is not tied:\n%.300s", value);
+  free(text);
+  ms_verify_result r;
+  verify_in("chains.psnap", "chains.mtr", 0, &r);
+  assert_true(r.has_rates);
+  double l1 = r.levels[0].mean * 100.0, l2 = r.levels[1].mean * 100.0;
+  ms_verify_result_free(&r);
+  print_message("hashtab: hit-rate error L1 mean %.3f, L2 mean %.3f points\n", l1, l2);
+  assert_true(l1 <= 1.0);
+  assert_true(l2 <= 2.5);
 }
 
 /* The default profile of a kernel keeps its executable's accesses and nothing of the
@@ -741,6 +771,7 @@ int main(void) {
       cmocka_unit_test(irregular_kernels_are_lossy_within_the_bars),
       cmocka_unit_test(lookups_of_a_filled_table_touch_its_lines),
       cmocka_unit_test(tree_lookups_keep_their_nodes),
+      cmocka_unit_test(found_nodes_are_read_where_the_lookup_ended),
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(batch_capacity_does_not_change_replay),
       cmocka_unit_test(threads_replay_exactly),
