@@ -652,8 +652,10 @@ static void observe_tie(builder *b, uint32_t self, uint64_t address, const threa
  * ran in its thread, at a distance of at most FOLLOW_REACH bytes (the value field of the
  * node that a lossy key load found). */
 #define FOLLOW_REACH 4096
-/* and only a site of at least FOLLOW_MIN accesses is tied so: bzip2's profile had 291
- * more ties, sites of 2 accesses on the stack, 8% larger and no closer to the program */
+/* and only a site of at least FOLLOW_MIN accesses is tied so (bzip2's profile had 291
+ * more ties, sites of 2 accesses on the stack, 8% larger and no closer to the program),
+ * and one of more than one address: sort's loads of a global variable were tied to lossy
+ * sites that touched it 90% of the time, and followed them elsewhere the rest */
 #define FOLLOW_MIN 256
 static void observe_follow(builder *b, uint32_t self, uint64_t address, const thread_state *t) {
   site_state *s = &b->sites[self];
@@ -1067,7 +1069,8 @@ static int finish_site(builder *b, site_state *s, ms_psnap_site *out) {
   /* a site within its cap that follows a site over its cap may be tied to it (tie_sites,
    * once every site is finished, knows whether that one is lossy): its lossy model, for
    * the accesses before its anchor runs, is kept until then */
-  if (rc == 0 && !over && !b->options.lossless && s->count >= FOLLOW_MIN && follows(s)) {
+  if (rc == 0 && !over && !b->options.lossless && s->count >= FOLLOW_MIN && s->offsets &&
+      follows(s)) {
     ms_psnap_site model = {.count = s->count, .first_address = s->first};
     rc = make_lossy(b, s, &model);
     out->histogram = model.histogram;
