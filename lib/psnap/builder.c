@@ -616,6 +616,18 @@ static int count_transition(const builder *b, thread_state *t, uint32_t from, ui
   return 0;
 }
 
+/* One vote of a site's access on its tie candidate (a majority vote: a miss takes a vote
+ * back): 1 if the candidate stays, 0 if a new one is to be chosen. */
+static int tie_vote(const builder *b, site_state *s, uint64_t address) {
+  s->tie_observed++;
+  if (!s->tie_votes) return 0;
+  if (address == b->sites[s->tie_site].last + (uint64_t)s->tie_delta) {
+    s->tie_votes++, s->tie_hits++;
+    return 1;
+  }
+  return --s->tie_votes != 0;
+}
+
 /* A vote for site `self`'s tie. The candidate holds when the access is at its anchor's
  * latest address plus its distance, which is what replay gives a tied site; when the
  * votes run out, the next candidate is the site that last touched the same address
@@ -631,14 +643,7 @@ static void observe_tie(builder *b, uint32_t self, uint64_t address, const threa
     s->tie_over = 1;
     s->tie_votes = s->tie_hits = s->tie_observed = 0;
   }
-  s->tie_observed++;
-  if (s->tie_votes) {
-    if (address == b->sites[s->tie_site].last + (uint64_t)s->tie_delta) {
-      s->tie_votes++, s->tie_hits++;
-      return;
-    }
-    if (--s->tie_votes) return;
-  }
+  if (tie_vote(b, s, address)) return;
   if (same != NONE_SITE && same != self)
     s->tie_site = same, s->tie_delta = (int64_t)(address - b->sites[same].last);
   else if (t->previous != self)
@@ -659,14 +664,7 @@ static void observe_tie(builder *b, uint32_t self, uint64_t address, const threa
 #define FOLLOW_MIN 256
 static void observe_follow(builder *b, uint32_t self, uint64_t address, const thread_state *t) {
   site_state *s = &b->sites[self];
-  s->tie_observed++;
-  if (s->tie_votes) {
-    if (address == b->sites[s->tie_site].last + (uint64_t)s->tie_delta) {
-      s->tie_votes++, s->tie_hits++;
-      return;
-    }
-    if (--s->tie_votes) return;
-  }
+  if (tie_vote(b, s, address)) return;
   int64_t delta = (int64_t)(address - b->sites[t->last_irregular].last);
   if (delta < -FOLLOW_REACH || delta > FOLLOW_REACH) return;
   s->tie_site = t->last_irregular, s->tie_delta = delta;

@@ -544,6 +544,33 @@ static void lookups_of_a_filled_table_touch_its_lines(void **state) {
   assert_true(l2 <= 2.0);
 }
 
+/* Records kernel `name` with `args` into BASE.mtr, profiles it into BASE.psnap (its text
+ * in *text, to free) and verifies the profile against the trace: mean and max hit-rate
+ * errors over the catalog, points. */
+typedef struct kernel_rates {
+  double l1, l1_max, l2;
+} kernel_rates;
+
+static kernel_rates profile_kernel(const char *name, const char *args, const char *base,
+                                   char **text) {
+  char kernel_path[1024], trace[256], profile[256];
+  snprintf(trace, sizeof trace, "%s.mtr", base);
+  snprintf(profile, sizeof profile, "%s.psnap", base);
+  assert_int_equal(test_memsnap_in(dir, "record -q -o %s -- %s %s", trace,
+                                   test_kernel(name, kernel_path, sizeof kernel_path), args),
+                   0);
+  assert_int_equal(test_memsnap_in(dir, "profile -q -o %s %s", profile, trace), 0);
+  *text = test_read_in(dir, profile);
+  assert_non_null(*text);
+  ms_verify_result r;
+  verify_in(profile, trace, 0, &r);
+  assert_true(r.has_rates);
+  kernel_rates rates = {r.levels[0].mean * 100.0, r.levels[0].max * 100.0,
+                        r.levels[1].mean * 100.0};
+  ms_verify_result_free(&r);
+  return rates;
+}
+
 /* A binary search tree looked up from its root (tests/kernels/bintree.c, 5000 keys, 2
  * rounds): the key load is lossy and the child loads are tied to it (+16, +24). A key
  * load that takes a line its tied loads touched last must take its own node's key, not
@@ -552,25 +579,15 @@ static void lookups_of_a_filled_table_touch_its_lines(void **state) {
  * catalog, L1 mean 0.68 and max 2.58 points, L2 mean 1.15; before, 3.05, 8.08 and 2.84. */
 static void tree_lookups_keep_their_nodes(void **state) {
   (void)state;
-  char kernel_path[1024];
-  assert_int_equal(test_memsnap_in(dir, "record -q -o tree.mtr -- %s 5000 2",
-                                   test_kernel("bintree", kernel_path, sizeof kernel_path)),
-                   0);
-  assert_int_equal(test_memsnap_in(dir, "profile -q -o tree.psnap tree.mtr"), 0);
-  char *text = test_read_in(dir, "tree.psnap");
+  char *text;
+  kernel_rates e = profile_kernel("bintree", "5000 2", "tree", &text);
   assert_non_null(strstr(text, "\n  tie s"));
   free(text);
-  ms_verify_result r;
-  verify_in("tree.psnap", "tree.mtr", 0, &r);
-  assert_true(r.has_rates);
-  double l1 = r.levels[0].mean * 100.0, l1_max = r.levels[0].max * 100.0,
-         l2 = r.levels[1].mean * 100.0;
-  ms_verify_result_free(&r);
-  print_message("bintree: hit-rate error L1 mean %.3f max %.3f, L2 mean %.3f points\n", l1, l1_max,
-                l2);
-  assert_true(l1 <= 1.0);
-  assert_true(l1_max <= 3.5);
-  assert_true(l2 <= 1.5);
+  print_message("bintree: hit-rate error L1 mean %.3f max %.3f, L2 mean %.3f points\n", e.l1,
+                e.l1_max, e.l2);
+  assert_true(e.l1 <= 1.0);
+  assert_true(e.l1_max <= 3.5);
+  assert_true(e.l2 <= 1.5);
 }
 
 /* Chained hash lookups (tests/kernels/hashtab.c, 20000 keys, 4 rounds): the key load is
@@ -582,25 +599,16 @@ static void tree_lookups_keep_their_nodes(void **state) {
  * misses had hidden, are too short (docs/accuracy.md). */
 static void found_nodes_are_read_where_the_lookup_ended(void **state) {
   (void)state;
-  char kernel_path[1024];
-  assert_int_equal(test_memsnap_in(dir, "record -q -o chains.mtr -- %s 20000 4",
-                                   test_kernel("hashtab", kernel_path, sizeof kernel_path)),
-                   0);
-  assert_int_equal(test_memsnap_in(dir, "profile -q -o chains.psnap chains.mtr"), 0);
-  char *text = test_read_in(dir, "chains.psnap");
+  char *text;
+  kernel_rates e = profile_kernel("hashtab", "20000 4", "chains", &text);
   const char *value = strstr(text, " at hashtab.c:102 ");
   assert_non_null(value);
   const char *next = strstr(value, "\ns"), *tie = strstr(value, "\n  tie s");
   if (!tie || (next && tie > next)) fail_msg("the value load is not tied:\n%.300s", value);
   free(text);
-  ms_verify_result r;
-  verify_in("chains.psnap", "chains.mtr", 0, &r);
-  assert_true(r.has_rates);
-  double l1 = r.levels[0].mean * 100.0, l2 = r.levels[1].mean * 100.0;
-  ms_verify_result_free(&r);
-  print_message("hashtab: hit-rate error L1 mean %.3f, L2 mean %.3f points\n", l1, l2);
-  assert_true(l1 <= 1.0);
-  assert_true(l2 <= 2.5);
+  print_message("hashtab: hit-rate error L1 mean %.3f, L2 mean %.3f points\n", e.l1, e.l2);
+  assert_true(e.l1 <= 1.0);
+  assert_true(e.l2 <= 2.5);
 }
 
 /* The default profile of a kernel keeps its executable's accesses and nothing of the
