@@ -56,20 +56,35 @@ typedef struct ms_stride_history {
   uint32_t width;            /* strides, counts and rows have room for this many (grown up
                                 to capacity: most sites have few strides) */
   int overflowed;
+  uint32_t hint; /* the index matched last: looked at first, then the next one */
 } ms_stride_history;
 
 MS_API int ms_stride_history_init(ms_stride_history *history, uint32_t capacity);
 MS_API void ms_stride_history_free(ms_stride_history *history);
-/* Cost proportional to the number of unique strides; the first index matches most. */
+/* Cost proportional to the number of unique strides, but for the stride matched last and
+ * the next one (a loop nest's strides recur in turn, in the order they first appeared). */
 static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride);
 MS_API int ms_stride_history_add_new(ms_stride_history *history, int64_t stride);
 
 static inline int ms_stride_history_add(ms_stride_history *history, int64_t stride) {
+  uint32_t hint = history->hint;
+  if (hint < history->unique && history->strides[hint] == stride) {
+    history->counts[hint]++;
+    return 0;
+  }
+  hint = hint + 1 < history->unique ? hint + 1 : 0;
+  if (hint < history->unique && history->strides[hint] == stride) {
+    history->counts[hint]++;
+    history->hint = hint;
+    return 0;
+  }
   for (uint32_t i = 0; i < history->unique; i++)
     if (history->strides[i] == stride) {
       history->counts[i]++;
+      history->hint = i;
       return 0;
     }
+  history->hint = history->unique;
   return ms_stride_history_add_new(history, stride);
 }
 

@@ -611,6 +611,30 @@ static void found_nodes_are_read_where_the_lookup_ended(void **state) {
   assert_true(e.l2 <= 2.5);
 }
 
+/* The sites are finished on as many threads as there are CPUs (the lossy ones judge their
+ * models by replaying them): a profile made on one thread and one made on two are the
+ * same bytes. chains.mtr (found_nodes_are_read_where_the_lookup_ended) has lossy sites
+ * with reuse odds, ties and hundreds of exact sites. */
+static void profiles_are_the_same_on_one_or_two_threads(void **state) {
+  (void)state;
+  char *profile[2];
+  for (int threads = 1; threads <= 2; threads++) {
+    setenv("MEMSNAP_THREADS", threads == 1 ? "1" : "2", 1);
+    int rc =
+        test_memsnap_in(dir, "profile -q --all-objects -o chains-%d.psnap chains.mtr", threads);
+    unsetenv("MEMSNAP_THREADS");
+    assert_int_equal(rc, 0);
+    char name[64];
+    snprintf(name, sizeof name, "chains-%d.psnap", threads);
+    assert_non_null(profile[threads - 1] = test_read_in(dir, name));
+  }
+  assert_non_null(strstr(profile[0], "\n  reuse "));
+  assert_non_null(strstr(profile[0], "\n  tie s"));
+  assert_string_equal(profile[0], profile[1]);
+  free(profile[0]);
+  free(profile[1]);
+}
+
 /* The default profile of a kernel keeps its executable's accesses and nothing of the
  * loader or libc: its access count is the trace's count of accesses of sites in the
  * executable, `excluded` the rest, every profile site is an instruction of the
@@ -850,6 +874,7 @@ int main(void) {
       cmocka_unit_test(lookups_of_a_filled_table_touch_its_lines),
       cmocka_unit_test(tree_lookups_keep_their_nodes),
       cmocka_unit_test(found_nodes_are_read_where_the_lookup_ended),
+      cmocka_unit_test(profiles_are_the_same_on_one_or_two_threads),
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(batch_capacity_does_not_change_replay),
       cmocka_unit_test(threads_replay_exactly),
