@@ -50,6 +50,10 @@
 typedef struct shared_lines {
   uint64_t now;
   uint64_t *ring;
+  /* per ring entry, a bit: whether it is still the latest touch of its line that `latest`
+   * holds (the shared odds' draws look here first: their probes of ring and latest, two
+   * misses each in 4 MiB tables, were 75% of replaying hashtab) */
+  uint64_t *live;
   uint32_t *maker; /* per ring entry, the profile site that made it (NO_MAKER: exact) */
   const ms_psnap_site *sites;
   struct {
@@ -63,12 +67,26 @@ static size_t latest_slot(uint64_t line) {
 }
 
 #define NO_MAKER UINT32_MAX
+static void live_clear(shared_lines *g, uint64_t when) {
+  g->live[when % SHARED_RING / 64] &= ~(1ull << (when % 64));
+}
+
+static bool live_at(const shared_lines *g, uint64_t when) {
+  return g->live[when % SHARED_RING / 64] >> (when % 64) & 1;
+}
+
 static void shared_push(shared_lines *g, uint64_t address, uint32_t maker) {
-  g->maker[g->now % SHARED_RING] = maker;
-  g->ring[g->now % SHARED_RING] = address;
+  uint64_t now = g->now;
+  g->maker[now % SHARED_RING] = maker;
+  g->ring[now % SHARED_RING] = address;
+  live_clear(g, now); /* the entry SHARED_RING before leaves the ring */
   size_t slot = latest_slot(address >> 6);
+  if (g->latest[slot].line && now - g->latest[slot].when < SHARED_RING)
+    live_clear(g, g->latest[slot].when);
   g->latest[slot].line = (address >> 6) + 1;
-  g->latest[slot].when = g->now++;
+  g->latest[slot].when = now;
+  g->live[now % SHARED_RING / 64] |= 1ull << (now % 64);
+  g->now = now + 1;
 }
 
 typedef struct replay_site {
@@ -440,10 +458,9 @@ static int shared_address(const ms_psnap_site *site, const shared_lines *g, uint
   uint64_t span = (uint64_t)1 << b, offset = mix(r) & (span - 1);
   for (uint64_t attempt = 0; attempt < (span < SHARED_TRIES ? span : SHARED_TRIES); attempt++) {
     uint64_t t = span + (span <= 64 ? (offset + attempt) % span : mix(r + attempt) & (span - 1));
-    if (t > g->now) continue;
+    /* live: `latest` holds this access as its line's latest touch */
+    if (t > g->now || !live_at(g, g->now - t)) continue;
     uint64_t when = g->now - t, candidate = g->ring[when % SHARED_RING], line = candidate >> 6;
-    size_t slot = latest_slot(line);
-    if (g->latest[slot].line != line + 1 || g->latest[slot].when != when) continue;
     uint64_t from = line << 6, to = from + 63;
     if (to < site->low || from > site->high) continue;
     /* and in a bin of the histogram that the site touches in this eighth of its run (a
@@ -805,6 +822,7 @@ static int start_thread(replay *r, uint32_t t) {
   if (r->shared.ring) {
     r->shared.now = 0;
     memset(r->shared.latest, 0, SHARED_SLOTS * sizeof *r->shared.latest);
+    memset(r->shared.live, 0, SHARED_RING / 8);
   }
   const ms_psnap_thread_order *order = &r->profile.threads[t];
   if (r->order_ready) ms_expr_cursor_free(&r->order);
@@ -1369,6 +1387,7 @@ static void replay_destroy(ms_source *source) {
   free(r->shared.ring);
   free(r->shared.maker);
   free(r->shared.latest);
+  free(r->shared.live);
   free(r->scratch);
   ms_psnap_profile_free(&r->profile);
   ms_stream_info_clear(&r->source.info);
@@ -1416,9 +1435,11 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
       r->shared.maker = malloc(SHARED_RING * sizeof *r->shared.maker);
       r->shared.sites = p->sites;
       r->shared.latest = calloc(SHARED_SLOTS, sizeof *r->shared.latest);
+      r->shared.live = calloc(SHARED_RING / 64, sizeof *r->shared.live);
       r->scratch_capacity = MS_BATCH_CAPACITY;
       r->scratch = malloc(r->scratch_capacity * sizeof *r->scratch);
-      if (!r->shared.ring || !r->shared.maker || !r->shared.latest || !r->scratch)
+      if (!r->shared.ring || !r->shared.maker || !r->shared.latest || !r->shared.live ||
+          !r->scratch)
         return ms_error_set(MS_ERR_NOMEM, "out of memory");
     }
   for (uint32_t s = 0; s < p->site_count && r->shared.ring; s++) {
