@@ -30,6 +30,7 @@ static const command commands[] = {
     {"show", cmd_show, "readable summary of a memsnap file (.sig signature, .psnap profile)"},
     {"synth", cmd_synth, "trace seed imitating a memory signature (synthetic trace)"},
     {"bench", cmd_bench, "pointer-chasing benchmark running a unique-index seed"},
+    {"skeleton", cmd_skeleton, "memory skeleton: a short C program behaving like the run"},
 };
 
 static void usage(FILE *out) {

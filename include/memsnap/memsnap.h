@@ -28,6 +28,7 @@
 #include "memsnap/sites.h"
 #include "memsnap/stream.h"
 #include "memsnap/surface.h"
+#include "memsnap/skeleton.h"
 #include "memsnap/synth.h"
 #include "memsnap/trace.h"
 #include "memsnap/verify.h"

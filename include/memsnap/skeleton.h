@@ -1,0 +1,100 @@
+/* Memory skeletons from traces (memory-skeletons-toomula-subhlok-slides.txt): a short C
+ * program whose accesses are a sample of an application's, so that it behaves like the
+ * application on any cache.
+ *
+ * The method of the slides: slices of consecutive accesses are kept (`slices` of
+ * `slice_size` accesses spread evenly over the run, or, when the run's length is not
+ * known in advance, one slice in every `ratio`); their addresses become line numbers
+ * (`line` bytes); each slice is cut into clusters of `cluster` accesses within which the
+ * order is free (a cluster is much smaller than any cache, so reordering it keeps the
+ * cache's view), and each cluster is summarised as its lines with their access counts.
+ * The generated program walks each cluster's lines: sorted by kind, count and line, the
+ * lines of a cluster fall into runs (a first line, a stride in lines, a length, the
+ * accesses per line), one 8-byte word each, which is all the program reads of its own
+ * (its bookkeeping: one load per word).
+ *
+ * Beyond the slides: where a cluster's accesses are streams in lockstep (a loop's b[i],
+ * c[i], a[i]), they are kept in their order and at their exact addresses, as a group: a
+ * head word (the iterations) and one word per lane (first address, stride in bytes). The
+ * slides' reordering puts each line's accesses back to back, which turns a program's
+ * conflict misses (lines of several arrays in one set of a 2-way cache) into hits.
+ *
+ * Memory: the 2 MiB chunks the slices touch are laid out one after the other in one
+ * reservation (MAP_NORESERVE: only the pages touched cost memory), each at its offset
+ * within its chunk, so that lines keep their addresses modulo 2 MiB and every cache of
+ * the catalog whose way is at most 2 MiB (all but one level) maps them to the same sets
+ * as the application did, up to one rotation.
+ */
+#ifndef MEMSNAP_SKELETON_H
+#define MEMSNAP_SKELETON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memsnap/api.h"
+#include "memsnap/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ms_skeleton_config {
+  uint64_t slices;     /* slices spread over the run (0: every ratio * slice_size accesses) */
+  uint64_t slice_size; /* accesses per slice (0: the run's length / (slices * ratio)) */
+  uint64_t ratio;      /* sampling ratio: the skeleton keeps one access in `ratio` */
+  uint32_t line;       /* bytes per line, a power of two from 8 to 4096 */
+  uint32_t cluster;    /* accesses per cluster, 1 to 65536 */
+  int form;            /* MS_SKELETON_TABLE or MS_SKELETON_CODE */
+} ms_skeleton_config;
+
+/* The forms of the generated program. A table: the runs and groups as 8-byte words that
+ * one loop walks (compiles in seconds; reading the table is the skeleton's own traffic,
+ * one load per word and one miss per cache line of table). Code: each run and group a
+ * loop of its own with its numbers in the instructions (no data of its own; compiling
+ * takes about 1 ms per record with GCC -O2). */
+enum { MS_SKELETON_TABLE = 0, MS_SKELETON_CODE = 1 };
+
+/* 10 slices, ratio 10, lines of 32 bytes (the smallest of the catalog), clusters of 256. */
+MS_API void ms_skeleton_config_default(ms_skeleton_config *config);
+/* MS_ERR_ARG naming the option that is out of range. */
+MS_API int ms_skeleton_config_check(const ms_skeleton_config *config);
+
+/* What a skeleton holds once the stream has ended. */
+typedef struct ms_skeleton_summary {
+  uint64_t accesses; /* of the stream */
+  uint64_t kept;     /* in the slices: the skeleton's data accesses */
+  uint64_t slices, slice_size;
+  uint64_t clusters;
+  uint64_t runs;    /* table words: the skeleton's bookkeeping loads */
+  uint64_t groups;  /* lockstep groups among them (a head and its lanes) */
+  uint64_t grouped; /* data accesses in those groups, in the program's order */
+  uint64_t chunks;  /* 2 MiB chunks of its reservation */
+} ms_skeleton_summary;
+
+/* The sink that slices, clusters and summarises a stream. A stream whose length is not
+ * known in advance (a live program) needs config->slices == 0 (periodic slices) or a
+ * slice_size; MS_ERR_ARG at its first batch otherwise. */
+MS_API int ms_skeleton_builder_new(const ms_skeleton_config *config, ms_sink **out);
+/* After the stream ended: its summary; MS_ERR_ARG before. */
+MS_API int ms_skeleton_summarize(ms_sink *builder, ms_skeleton_summary *out);
+/* After the stream ended: the skeleton as one C file (C99 and POSIX, libc only), `info`
+ * naming the program in its comments. MS_ERR_ARG if no access was kept. */
+MS_API int ms_skeleton_write_c(ms_sink *builder, const ms_stream_info *info, FILE *out);
+
+/* The table's words (docs/skeletons.md). A run, bit 63 clear: bits 0-33 the first line's
+ * index in the reservation, 34-45 the stride in lines (signed), 46-53 the lines - 1,
+ * 54-61 the accesses per line - 1, 62 a store. A group head, bit 63 set: bits 0-1 the
+ * lanes - 1, 2-17 the iterations - 1; then per lane: bits 0-39 its first address's
+ * offset in the reservation, 40-55 its stride in bytes (signed), 56 a store. */
+#define MS_SKELETON_LINE_BITS 34
+#define MS_SKELETON_STRIDE_MAX 2047
+#define MS_SKELETON_RUN_MAX 256
+#define MS_SKELETON_LANES_MAX 4
+#define MS_SKELETON_LANE_STRIDE 32767
+#define MS_SKELETON_ITERATIONS_MAX 65536
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
