@@ -19,8 +19,10 @@ static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap skeleton [OPTIONS] -o SKEL.c (TRACE | -- PROGRAM ARGS...)\n"
           "  -o, --output FILE   the C program to write\n"
-          "  --slices N          slices spread evenly over the run (default 10; 0: one slice\n"
-          "                      every RATIO x SLICE-SIZE accesses)\n"
+          "  --slices N          slices spread evenly over the run (default 10, fewer rather\n"
+          "                      than slices under --min-slice-size; 0: one slice every\n"
+          "                      RATIO x SLICE-SIZE accesses)\n"
+          "  --min-slice-size N  accesses (default 1Mi; 0: no minimum)\n"
           "  --slice-size N      accesses per slice (default: the run's length / (N x RATIO),\n"
           "                      1Mi for a live program, whose length is not known)\n"
           "  --ratio R           keep one access in R (default 10)\n"
@@ -43,6 +45,7 @@ int cmd_skeleton(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"slices", required_argument, NULL, 'S'},
                                           {"slice-size", required_argument, NULL, 'z'},
+                                          {"min-slice-size", required_argument, NULL, 'm'},
                                           {"ratio", required_argument, NULL, 'r'},
                                           {"line", required_argument, NULL, 'L'},
                                           {"cluster", required_argument, NULL, 'c'},
@@ -65,6 +68,10 @@ int cmd_skeleton(int argc, char **argv) {
       break;
     case 'z':
       if (parse_count_option(argv[0], "slice-size", optarg, &config.slice_size) < 0) return 2;
+      break;
+    case 'm':
+      if (parse_count_option(argv[0], "min-slice-size", optarg, &config.min_slice_size) < 0)
+        return 2;
       break;
     case 'r':
       if (parse_count_option(argv[0], "ratio", optarg, &config.ratio) < 0) return 2;

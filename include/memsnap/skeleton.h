@@ -39,12 +39,13 @@ extern "C" {
 #endif
 
 typedef struct ms_skeleton_config {
-  uint64_t slices;     /* slices spread over the run (0: every ratio * slice_size accesses) */
-  uint64_t slice_size; /* accesses per slice (0: the run's length / (slices * ratio)) */
-  uint64_t ratio;      /* sampling ratio: the skeleton keeps one access in `ratio` */
-  uint32_t line;       /* bytes per line, a power of two from 8 to 4096 */
-  uint32_t cluster;    /* accesses per cluster, 1 to 65536 */
-  int form;            /* MS_SKELETON_TABLE or MS_SKELETON_CODE */
+  uint64_t slices;         /* slices spread over the run (0: every ratio * slice_size accesses) */
+  uint64_t slice_size;     /* accesses per slice (0: the run's length / (slices * ratio)) */
+  uint64_t min_slice_size; /* slice_size 0: fewer slices rather than shorter (0: none) */
+  uint64_t ratio;          /* sampling ratio: the skeleton keeps one access in `ratio` */
+  uint32_t line;           /* bytes per line, a power of two from 8 to 4096 */
+  uint32_t cluster;        /* accesses per cluster, 1 to 65536 */
+  int form;                /* MS_SKELETON_TABLE or MS_SKELETON_CODE */
 } ms_skeleton_config;
 
 /* The forms of the generated program. A table: the runs and groups as 8-byte words that
@@ -54,7 +55,8 @@ typedef struct ms_skeleton_config {
  * takes about 1 ms per record with GCC -O2). */
 enum { MS_SKELETON_TABLE = 0, MS_SKELETON_CODE = 1 };
 
-/* 10 slices, ratio 10, lines of 32 bytes (the smallest of the catalog), clusters of 256. */
+/* 10 slices (fewer rather than slices under 1 Mi accesses), ratio 10, lines of 32 bytes
+ * (the smallest of the catalog), clusters of 256. */
 MS_API void ms_skeleton_config_default(ms_skeleton_config *config);
 /* MS_ERR_ARG naming the option that is out of range. */
 MS_API int ms_skeleton_config_check(const ms_skeleton_config *config);

@@ -19,7 +19,8 @@
 #define LIVE_SLICE_SIZE (1u << 20)
 
 void ms_skeleton_config_default(ms_skeleton_config *config) {
-  *config = (ms_skeleton_config){.slices = 10, .ratio = 10, .line = 32, .cluster = 256};
+  *config = (ms_skeleton_config){
+      .slices = 10, .min_slice_size = 1u << 20, .ratio = 10, .line = 32, .cluster = 256};
 }
 
 int ms_skeleton_config_check(const ms_skeleton_config *config) {
@@ -65,6 +66,7 @@ typedef struct skeleton {
   ms_skeleton_config config;
   bool started, ended;
   uint64_t total;       /* the stream's length, 0 if unknown */
+  uint64_t slices;      /* spread over it: config.slices, fewer if they would be short */
   uint64_t slice_size;  /* accesses per slice */
   uint64_t position;    /* accesses of the stream so far */
   uint64_t slice;       /* the slice being filled or waited for */
@@ -270,27 +272,36 @@ static int close_slice(skeleton *s) {
 /* The first access of slice k: spread evenly over a run of known length, else every
  * ratio * slice_size accesses. */
 static uint64_t slice_start(const skeleton *s, uint64_t k) {
-  if (s->total && s->config.slices)
-    return (uint64_t)((unsigned __int128)k * s->total / s->config.slices);
+  if (s->total && s->slices) return (uint64_t)((unsigned __int128)k * s->total / s->slices);
   return k * s->config.ratio * s->slice_size;
 }
 
 static bool more_slices(const skeleton *s, uint64_t k) {
-  return !(s->total && s->config.slices) || k < s->config.slices;
+  return !(s->total && s->slices) || k < s->slices;
 }
 
 static int start(skeleton *s, const ms_stream_info *info) {
   s->started = true;
   s->total = info->access_count;
+  /* fewer slices rather than slices shorter than min_slice_size (the slides' rule: a
+   * slice begins with the cache of what ran before it, and the application's reuses
+   * that reach further back become misses; stream_add, 20 M accesses, ratio 10: ten
+   * slices of 200 k accesses gave an L2 error of 1.74 points on average over the
+   * catalog, two of 1 M 0.23) */
+  s->slices = s->config.slices;
+  if (s->total && s->slices && !s->config.slice_size && s->config.min_slice_size) {
+    uint64_t most = s->total / s->config.ratio / s->config.min_slice_size;
+    if (s->slices > (most ? most : 1)) s->slices = most ? most : 1;
+  }
   if (s->config.slice_size)
     s->slice_size = s->config.slice_size;
-  else if (s->total && s->config.slices)
-    s->slice_size = s->total / (s->config.slices * s->config.ratio);
+  else if (s->total && s->slices)
+    s->slice_size = s->total / (s->slices * s->config.ratio);
   else
     s->slice_size = LIVE_SLICE_SIZE;
   if (!s->slice_size) s->slice_size = 1;
-  if (s->total && s->config.slices && s->slice_size > s->total / s->config.slices)
-    s->slice_size = s->total / s->config.slices ? s->total / s->config.slices : 1;
+  if (s->total && s->slices && s->slice_size > s->total / s->slices)
+    s->slice_size = s->total / s->slices ? s->total / s->slices : 1;
   s->slice_start = slice_start(s, 0);
   return 0;
 }

@@ -149,7 +149,7 @@ static void clusters_hold_the_slices_lines(void **state) {
   }
   ms_skeleton_config config;
   ms_skeleton_config_default(&config);
-  config.slices = 2, config.ratio = 5, config.cluster = 8;
+  config.slices = 2, config.ratio = 5, config.cluster = 8, config.min_slice_size = 0;
   ms_sink *sink;
   assert_int_equal(ms_skeleton_builder_new(&config, &sink), 0);
   ms_stream_info info = {.access_count = N};
@@ -186,6 +186,37 @@ static void clusters_hold_the_slices_lines(void **state) {
   assert_true(summary.runs < distinct);
   free(words), free(got), free(expected), free(text);
   ms_sink_destroy(sink);
+}
+
+/* Slices shorter than min_slice_size (1 Mi accesses by default) are not taken: fewer
+ * slices are. 5 M accesses at ratio 2 keep 2.5 M: two slices of 1.25 M, not ten of 250 k. */
+static void short_slices_become_fewer(void **state) {
+  (void)state;
+  enum { BATCH = 65536, N = 5000000 };
+  ms_access *accesses = malloc(BATCH * sizeof *accesses);
+  assert_non_null(accesses);
+  ms_skeleton_config config;
+  ms_skeleton_config_default(&config);
+  config.ratio = 2;
+  ms_sink *sink;
+  assert_int_equal(ms_skeleton_builder_new(&config, &sink), 0);
+  ms_stream_info info = {.access_count = N};
+  for (uint64_t done = 0; done < N;) {
+    size_t n = N - done < BATCH ? (size_t)(N - done) : BATCH;
+    for (size_t i = 0; i < n; i++)
+      accesses[i] = (ms_access){0x10000000 + 8 * ((done + i) % 100000), 0, 0, 8, MS_LOAD};
+    ms_batch batch = {accesses, n, n};
+    assert_int_equal(sink->ops->consume(sink, &info, &batch), 0);
+    done += n;
+  }
+  assert_int_equal(sink->ops->end(sink, &info), 0);
+  ms_skeleton_summary summary;
+  assert_int_equal(ms_skeleton_summarize(sink, &summary), 0);
+  assert_int_equal(summary.slices, 2);
+  assert_int_equal(summary.slice_size, 1250000);
+  assert_int_equal(summary.kept, 2500000);
+  ms_sink_destroy(sink);
+  free(accesses);
 }
 
 /* The accesses of a trace or of a program's recording, all of them. */
@@ -226,11 +257,12 @@ static void kernel_skeleton(const char *form) {
     assert_int_equal(test_memsnap_in(dir, "record -q -o app.mtr -- %s 20000",
                                      test_kernel("stream_add", kernel, sizeof kernel)),
                      0);
-  assert_int_equal(test_memsnap_in(dir,
-                                   "skeleton --form %s --slices 3 --ratio 4 --cluster 64 "
-                                   "-o skel.c app.mtr",
-                                   form),
-                   0);
+  assert_int_equal(
+      test_memsnap_in(dir,
+                      "skeleton --form %s --slices 3 --min-slice-size 0 --ratio 4 --cluster 64 "
+                      "-o skel.c app.mtr",
+                      form),
+      0);
   assert_int_equal(
       test_run("cd '%s' && cc -O2 -Wall -Wextra -Werror -o skel skel.c 2> cc.err", dir), 0);
   assert_int_equal(test_memsnap_in(dir, "record -q -o skel.mtr -- ./skel"), 0);
@@ -337,6 +369,7 @@ static void bad_input_writes_no_skeleton(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(clusters_hold_the_slices_lines),
+      cmocka_unit_test(short_slices_become_fewer),
       cmocka_unit_test(table_skeleton_of_a_kernel_issues_its_clusters),
       cmocka_unit_test(code_skeleton_of_a_kernel_issues_its_clusters),
       cmocka_unit_test(bad_input_writes_no_skeleton),
