@@ -13,11 +13,11 @@
  * accesses per line), one 8-byte word each, which is all the program reads of its own
  * (its bookkeeping: one load per word).
  *
- * Beyond the slides: where a cluster's accesses are streams in lockstep (a loop's b[i],
- * c[i], a[i]), they are kept in their order and at their exact addresses, as a group: a
- * head word (the iterations) and one word per lane (first address, stride in bytes). The
- * slides' reordering puts each line's accesses back to back, which turns a program's
- * conflict misses (lines of several arrays in one set of a 2-way cache) into hits.
+ * Beyond the slides: where a cluster's accesses are 1 to 8 streams in lockstep (a loop's
+ * b[i], c[i], a[i]; more than 4 move by one stride), they are kept in their order and at their
+ * exact addresses, as a group: a head word (the iterations) and one word per lane (first address,
+ * stride in bytes). The slides' reordering puts each line's accesses back to back, which turns a
+ * program's conflict misses (lines of several arrays in one set of a 2-way cache) into hits.
  *
  * Memory: the 2 MiB chunks the slices touch are laid out one after the other in one
  * reservation (MAP_NORESERVE: only the pages touched cost memory), each at its offset
@@ -55,6 +55,12 @@ typedef struct ms_skeleton_config {
  * takes about 1 ms per record with GCC -O2). */
 enum { MS_SKELETON_TABLE = 0, MS_SKELETON_CODE = 1 };
 
+/* Slice k of S in a run of N accesses starts in the k-th of S equal parts, at an offset
+ * drawn from k: k * N / S + h(k) mod (N / S - size + 1), where h(k) = splitmix(k + 1):
+ * x = (k + 1) * 0x9E3779B97F4A7C15, x = (x ^ x >> 31) * 0xBF58476D1CE4E5B9, x ^ x >> 29
+ * (slices at the start of each part fell on one phase of a program whose sweeps divide
+ * its run; docs/skeletons.md). */
+
 /* 10 slices (fewer rather than slices under 1 Mi accesses), ratio 10, lines of 32 bytes
  * (the smallest of the catalog), clusters of 256. */
 MS_API void ms_skeleton_config_default(ms_skeleton_config *config);
@@ -85,13 +91,14 @@ MS_API int ms_skeleton_write_c(ms_sink *builder, const ms_stream_info *info, FIL
 
 /* The table's words (docs/skeletons.md). A run, bit 63 clear: bits 0-33 the first line's
  * index in the reservation, 34-45 the stride in lines (signed), 46-53 the lines - 1,
- * 54-61 the accesses per line - 1, 62 a store. A group head, bit 63 set: bits 0-1 the
- * lanes - 1, 2-17 the iterations - 1; then per lane: bits 0-39 its first address's
+ * 54-61 the accesses per line - 1, 62 a store. A group head, bit 63 set: bits 0-2 the
+ * lanes - 1, 3-18 the iterations - 1; then per lane: bits 0-39 its first address's
  * offset in the reservation, 40-55 its stride in bytes (signed), 56 a store. */
 #define MS_SKELETON_LINE_BITS 34
 #define MS_SKELETON_STRIDE_MAX 2047
 #define MS_SKELETON_RUN_MAX 256
-#define MS_SKELETON_LANES_MAX 4
+#define MS_SKELETON_LANES_MAX 8
+#define MS_SKELETON_LANES_APART 4 /* lanes of their own strides; more move by one */
 #define MS_SKELETON_LANE_STRIDE 32767
 #define MS_SKELETON_ITERATIONS_MAX 65536
 

@@ -194,6 +194,9 @@ static uint32_t lockstep(const raw_access *c, uint32_t n, uint32_t p, uint32_t l
         c[p + lanes + k].store != c[p + k].store)
       return 0;
   }
+  /* more lanes than MS_SKELETON_LANES_APART move by one stride (a stencil's points) */
+  for (uint32_t k = 1; lanes > MS_SKELETON_LANES_APART && k < lanes; k++)
+    if (stride[k] != stride[0]) return 0;
   uint32_t iterations = 2;
   for (; p + (iterations + 1) * lanes <= n && iterations < MS_SKELETON_ITERATIONS_MAX;
        iterations++) {
@@ -271,9 +274,19 @@ static int close_slice(skeleton *s) {
 
 /* The first access of slice k: spread evenly over a run of known length, else every
  * ratio * slice_size accesses. */
+/* The first access of slice k: within the k-th of `slices` equal parts of a run of known
+ * length, at an offset drawn from k (the same for every run), else every ratio *
+ * slice_size accesses. A slice at the start of each part fell on the same phase of a
+ * program whose sweeps divide its run: stencil2d's four slices all began its four
+ * sweeps, so each slice found the rows of the one before it in the cache, where the
+ * program had swept 16 MB in between (L2 hit rate 66% on hpcmo-21, the program's 0%). */
 static uint64_t slice_start(const skeleton *s, uint64_t k) {
-  if (s->total && s->slices) return (uint64_t)((unsigned __int128)k * s->total / s->slices);
-  return k * s->config.ratio * s->slice_size;
+  if (!(s->total && s->slices)) return k * s->config.ratio * s->slice_size;
+  uint64_t part = (uint64_t)((unsigned __int128)k * s->total / s->slices);
+  uint64_t room = s->total / s->slices - s->slice_size;
+  uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
+  return part + (room ? (h ^ (h >> 29)) % (room + 1) : 0);
 }
 
 static bool more_slices(const skeleton *s, uint64_t k) {
@@ -425,7 +438,7 @@ static uint64_t reserved(const skeleton *s, const uint64_t *chunks, uint64_t add
 /* The table word of record r (memsnap/skeleton.h), its address moved to the reservation. */
 static uint64_t run_word(const skeleton *s, const uint64_t *chunks, const record *r) {
   switch (r->kind) {
-  case RECORD_GROUP: return (uint64_t)1 << 63 | (r->at - 1) << 2 | (uint64_t)(r->count - 1);
+  case RECORD_GROUP: return (uint64_t)1 << 63 | (r->at - 1) << 3 | (uint64_t)(r->count - 1);
   case RECORD_LANE:
     return reserved(s, chunks, r->at) | (uint64_t)(r->stride & 0xFFFF) << 40 |
            (uint64_t)r->store << 56;
@@ -462,42 +475,74 @@ static const char program_body[] =
     "  SKELETON_ACCESS(at##k, stores >> k & 1);                                        \\\n"
     "  at##k += stride##k\n"
     "\n"
+    "#define SKELETON_SAME(k) /* a lane that moves by lane 0's stride */                \\\n"
+    "  char *at##k = base + (size_t)(word[k] & ((UINT64_C(1) << 40) - 1));              \\\n"
+    "  stores |= (unsigned)(word[k] >> 56 & 1) << k\n"
+    "#define SKELETON_STEP_SAME(k)                                                       \\\n"
+    "  SKELETON_ACCESS(at##k, stores >> k & 1);                                        \\\n"
+    "  at##k += stride0\n"
+    "\n"
     "/* Walks the table: a run of lines, each line's accesses back to back (their order\n"
-    " * within a cluster is free), or a group of 1 to 4 lanes in lockstep, in the program's\n"
-    " * order. One 8-byte table load per word is all the walk reads of its own, with a few\n"
-    " * register saves per group (few live values: the 4-lane loop fits the registers). The\n"
-    " * loaded bytes are summed: a load whose value no instruction uses is dropped by\n"
-    " * Valgrind's translation, and recording the skeleton would not see it. */\n"
+    " * within a cluster is free), or a group of 1 to 8 lanes in lockstep, in the program's\n"
+    " * order (more than 4 lanes move by one stride). One 8-byte table load per word is all\n"
+    " * the walk reads of its own, with a few register saves per group (the loops' values\n"
+    " * fit the registers). The loaded bytes are summed: a load whose value no instruction\n"
+    " * uses is dropped by Valgrind's translation, and recording the skeleton would not see\n"
+    " * it. */\n"
     "__attribute__((noinline)) static unsigned skeleton_walk(char *base, const uint64_t *word,\n"
     "                                                        const uint64_t *end) {\n"
     "  unsigned sum = 0;\n"
     "  while (word < end) {\n"
     "    uint64_t head = *word++;\n"
     "    if (head >> 63) {\n"
-    "      unsigned left = (unsigned)(head >> 2 & 0xFFFF) + 1;\n"
+    "      unsigned left = (unsigned)(head >> 3 & 0xFFFF) + 1;\n"
     "      unsigned stores = 0; /* bit k: lane k stores */\n"
-    "      switch (head & 3) { /* the lanes - 1 */\n"
+    "      switch (head & 7) { /* the lanes - 1 */\n"
     "      case 0:\n"
-    "        { SKELETON_LANE(0); do { SKELETON_STEP(0); } while (--left); }\n"
-    "        word += 1;\n"
+    "        { SKELETON_LANE(0);\n"
+    "          do { SKELETON_STEP(0); } while (--left); }\n"
     "        break;\n"
     "      case 1:\n"
     "        { SKELETON_LANE(0); SKELETON_LANE(1);\n"
     "          do { SKELETON_STEP(0); SKELETON_STEP(1); } while (--left); }\n"
-    "        word += 2;\n"
     "        break;\n"
     "      case 2:\n"
     "        { SKELETON_LANE(0); SKELETON_LANE(1); SKELETON_LANE(2);\n"
     "          do { SKELETON_STEP(0); SKELETON_STEP(1); SKELETON_STEP(2); } while (--left); }\n"
-    "        word += 3;\n"
     "        break;\n"
-    "      default:\n"
+    "      case 3:\n"
     "        { SKELETON_LANE(0); SKELETON_LANE(1); SKELETON_LANE(2); SKELETON_LANE(3);\n"
-    "          do {\n"
-    "            SKELETON_STEP(0); SKELETON_STEP(1); SKELETON_STEP(2); SKELETON_STEP(3);\n"
-    "          } while (--left); }\n"
-    "        word += 4;\n"
+    "          do { SKELETON_STEP(0); SKELETON_STEP(1); SKELETON_STEP(2); SKELETON_STEP(3); } "
+    "while (--left); }\n"
+    "        break;\n"
+    "      case 4:\n"
+    "        { SKELETON_LANE(0); SKELETON_SAME(1); SKELETON_SAME(2); SKELETON_SAME(3); "
+    "SKELETON_SAME(4);\n"
+    "          do { SKELETON_STEP_SAME(0); SKELETON_STEP_SAME(1); SKELETON_STEP_SAME(2); "
+    "SKELETON_STEP_SAME(3); SKELETON_STEP_SAME(4); } while (--left); }\n"
+    "        break;\n"
+    "      case 5:\n"
+    "        { SKELETON_LANE(0); SKELETON_SAME(1); SKELETON_SAME(2); SKELETON_SAME(3); "
+    "SKELETON_SAME(4); SKELETON_SAME(5);\n"
+    "          do { SKELETON_STEP_SAME(0); SKELETON_STEP_SAME(1); SKELETON_STEP_SAME(2); "
+    "SKELETON_STEP_SAME(3); SKELETON_STEP_SAME(4); SKELETON_STEP_SAME(5); } while (--left); }\n"
+    "        break;\n"
+    "      case 6:\n"
+    "        { SKELETON_LANE(0); SKELETON_SAME(1); SKELETON_SAME(2); SKELETON_SAME(3); "
+    "SKELETON_SAME(4); SKELETON_SAME(5); SKELETON_SAME(6);\n"
+    "          do { SKELETON_STEP_SAME(0); SKELETON_STEP_SAME(1); SKELETON_STEP_SAME(2); "
+    "SKELETON_STEP_SAME(3); SKELETON_STEP_SAME(4); SKELETON_STEP_SAME(5); SKELETON_STEP_SAME(6); } "
+    "while (--left); }\n"
+    "        break;\n"
+    "      case 7:\n"
+    "        { SKELETON_LANE(0); SKELETON_SAME(1); SKELETON_SAME(2); SKELETON_SAME(3); "
+    "SKELETON_SAME(4); SKELETON_SAME(5); SKELETON_SAME(6); SKELETON_SAME(7);\n"
+    "          do { SKELETON_STEP_SAME(0); SKELETON_STEP_SAME(1); SKELETON_STEP_SAME(2); "
+    "SKELETON_STEP_SAME(3); SKELETON_STEP_SAME(4); SKELETON_STEP_SAME(5); SKELETON_STEP_SAME(6); "
+    "SKELETON_STEP_SAME(7); } while (--left); }\n"
+    "        break;\n"
     "      }\n"
+    "      word += (head & 7) + 1;\n"
     "      continue;\n"
     "    }\n"
     "    char *at = base + (size_t)(head & ((UINT64_C(1) << 34) - 1)) * SKELETON_LINE;\n"
@@ -546,6 +591,32 @@ static const char code_macros[] =
     "  do { L(0, a0, s0, t0); L(1, a1, s1, t1); L(2, a2, s2, t2); \\\n"
     "       for (unsigned i = 0; i < (n); i++) { S(0, s0, t0); S(1, s1, t1); S(2, s2, t2); } } "
     "while (0)\n"
+    "#define G5(n, s, a0, t0, a1, t1, a2, t2, a3, t3, a4, t4) \\\n"
+    "  do { L(0, a0, s, t0); L(1, a1, s, t1); L(2, a2, s, t2); L(3, a3, s, t3); L(4, a4, s, t4); "
+    "\\\n"
+    "       for (unsigned i = 0; i < (n); i++) { \\\n"
+    "         S(0, s, t0); S(1, s, t1); S(2, s, t2); S(3, s, t3); S(4, s, t4); } } while (0)\n"
+    "#define G6(n, s, a0, t0, a1, t1, a2, t2, a3, t3, a4, t4, a5, t5) \\\n"
+    "  do { L(0, a0, s, t0); L(1, a1, s, t1); L(2, a2, s, t2); L(3, a3, s, t3); L(4, a4, s, t4); "
+    "\\\n"
+    "       L(5, a5, s, t5); \\\n"
+    "       for (unsigned i = 0; i < (n); i++) { \\\n"
+    "         S(0, s, t0); S(1, s, t1); S(2, s, t2); S(3, s, t3); S(4, s, t4); S(5, s, t5); } \\\n"
+    "  } while (0)\n"
+    "#define G7(n, s, a0, t0, a1, t1, a2, t2, a3, t3, a4, t4, a5, t5, a6, t6) \\\n"
+    "  do { L(0, a0, s, t0); L(1, a1, s, t1); L(2, a2, s, t2); L(3, a3, s, t3); L(4, a4, s, t4); "
+    "\\\n"
+    "       L(5, a5, s, t5); L(6, a6, s, t6); \\\n"
+    "       for (unsigned i = 0; i < (n); i++) { \\\n"
+    "         S(0, s, t0); S(1, s, t1); S(2, s, t2); S(3, s, t3); S(4, s, t4); S(5, s, t5); \\\n"
+    "         S(6, s, t6); } } while (0)\n"
+    "#define G8(n, s, a0, t0, a1, t1, a2, t2, a3, t3, a4, t4, a5, t5, a6, t6, a7, t7) \\\n"
+    "  do { L(0, a0, s, t0); L(1, a1, s, t1); L(2, a2, s, t2); L(3, a3, s, t3); L(4, a4, s, t4); "
+    "\\\n"
+    "       L(5, a5, s, t5); L(6, a6, s, t6); L(7, a7, s, t7); \\\n"
+    "       for (unsigned i = 0; i < (n); i++) { \\\n"
+    "         S(0, s, t0); S(1, s, t1); S(2, s, t2); S(3, s, t3); S(4, s, t4); S(5, s, t5); \\\n"
+    "         S(6, s, t6); S(7, s, t7); } } while (0)\n"
     "#define G4(n, a0, s0, t0, a1, s1, t1, a2, s2, t2, a3, s3, t3) \\\n"
     "  do { L(0, a0, s0, t0); L(1, a1, s1, t1); L(2, a2, s2, t2); L(3, a3, s3, t3); \\\n"
     "       for (unsigned i = 0; i < (n); i++) { \\\n"
@@ -588,8 +659,8 @@ static void write_comment_text(FILE *out, const char *text) {
 
 static void write_table(const skeleton *s, const uint64_t *chunks, FILE *out) {
   fputs("/* a run of lines: line index (bits 0-33), stride in lines (34-45), lines - 1 (46-53),\n"
-        " * accesses per line - 1 (54-61), store (62); a group (bit 63): lanes - 1 (0-1),\n"
-        " * iterations - 1 (2-17), then per lane its offset (0-39), stride in bytes (40-55),\n"
+        " * accesses per line - 1 (54-61), store (62); a group (bit 63): lanes - 1 (0-2),\n"
+        " * iterations - 1 (3-18), then per lane its offset (0-39), stride in bytes (40-55),\n"
         " * store (56) */\n"
         "static const uint64_t skeleton_runs[] = {",
         out);
@@ -624,9 +695,13 @@ static void write_code(const skeleton *s, const uint64_t *chunks, FILE *out) {
       const record *x = &s->runs[r];
       if (x->kind == RECORD_GROUP) {
         fprintf(out, "  G%u(%" PRIu64, x->count, x->at);
+        if (x->count > MS_SKELETON_LANES_APART) fprintf(out, ", %d", s->runs[r + 1].stride);
         for (uint16_t lane = 0; lane < x->count; lane++) {
           const record *l = &s->runs[r + 1 + lane];
-          fprintf(out, ", %" PRIu64 ", %d, %u", reserved(s, chunks, l->at), l->stride, l->store);
+          if (x->count > MS_SKELETON_LANES_APART)
+            fprintf(out, ", %" PRIu64 ", %u", reserved(s, chunks, l->at), l->store);
+          else
+            fprintf(out, ", %" PRIu64 ", %d, %u", reserved(s, chunks, l->at), l->stride, l->store);
         }
         fputs(");\n", out);
         r += 1 + x->count;

@@ -67,7 +67,7 @@ static cell *table_cells(const uint64_t *words, size_t count, uint32_t line, siz
   for (size_t r = 0; r < count; r++) {
     uint64_t w = words[r];
     if (w >> 63) {
-      unsigned lanes = (unsigned)(w & 3) + 1, iterations = (unsigned)(w >> 2 & 0xFFFF) + 1;
+      unsigned lanes = (unsigned)(w & 7) + 1, iterations = (unsigned)(w >> 3 & 0xFFFF) + 1;
       assert_true(r + lanes < count);
       for (unsigned i = 0; i < iterations; i++)
         for (unsigned k = 0; k < lanes; k++) {
@@ -94,6 +94,14 @@ static cell *table_cells(const uint64_t *words, size_t count, uint32_t line, siz
   return out;
 }
 
+/* The first access of slice k of `slices` of `size` in a run of n, by the documented rule
+ * (memsnap/skeleton.h): in the k-th part, at an offset drawn from k. */
+static uint64_t slice_first(uint64_t k, uint64_t n, uint64_t slices, uint64_t size) {
+  uint64_t room = n / slices - size, h = (k + 1) * 0x9E3779B97F4A7C15ull;
+  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
+  return k * n / slices + (room ? (h ^ (h >> 29)) % (room + 1) : 0);
+}
+
 /* The slices of `stream` (n accesses) by the documented rule, as cells. */
 static cell *slice_cells(const ms_access *stream, uint64_t n, uint64_t slices, uint64_t ratio,
                          uint32_t line, size_t *cells) {
@@ -101,7 +109,8 @@ static cell *slice_cells(const ms_access *stream, uint64_t n, uint64_t slices, u
   cell *out = malloc(slices * size * sizeof *out);
   size_t k = 0;
   for (uint64_t s = 0; s < slices; s++)
-    for (uint64_t i = s * n / slices; i < s * n / slices + size; i++)
+    for (uint64_t i = slice_first(s, n, slices, size); i < slice_first(s, n, slices, size) + size;
+         i++)
       out[k++] = (cell){(stream[i].address % (1u << CHUNK_BITS)) / line, stream[i].kind != MS_LOAD};
   *cells = k;
   return out;
@@ -318,10 +327,11 @@ static void kernel_skeleton(const char *form) {
                 form, got_count, bookkeeping, words, groups);
   /* stream_add's b[i], c[i], a[i]: groups of three lanes in lockstep */
   assert_true(groups > 0);
-  /* the table: a load per word, the walk's register saves and restores, and (clang) at
-   * most one reload per group; the code: register saves and restores alone */
+  /* the table: a load per word, the walk's register saves and restores, and a few
+   * spills per group (its eight-lane loops leave the outer loop's values few registers:
+   * GCC 12 about 2 per group, clang 14 about 9); the code: register saves alone */
   if (!strcmp(form, "table"))
-    assert_true(bookkeeping >= words && bookkeeping <= words + groups + 16);
+    assert_true(bookkeeping >= words && bookkeeping <= words + 12 * groups + 16);
   else
     assert_true(bookkeeping <= 64);
   free(expected), free(got), free(app), free(skel);
