@@ -13,13 +13,15 @@
  * accesses per line), one 8-byte word each, which is all the program reads of its own
  * (its bookkeeping: one load per word).
  *
- * Beyond the slides: where a cluster's accesses are 1 to 8 streams in lockstep (a loop's
- * b[i], c[i], a[i]; more than 4 move by one stride), they are kept in their order and at their
- * exact addresses, as a group: a head word (the iterations) and one word per lane (first address,
- * stride in bytes). The slides' reordering puts each line's accesses back to back, which turns a
- * program's conflict misses (lines of several arrays in one set of a 2-way cache) into hits.
+ * Beyond the slides: where a cluster's accesses are streams in lockstep (a loop's b[i], c[i],
+ * a[i]: up to 4 in the table form, up to 8 moving by one stride in the code form), they are
+ * kept in their order and at their exact addresses, as a group: a head word (the iterations)
+ * and one word per lane (first address, stride in bytes). The slides' reordering puts each
+ * line's accesses back to back, which turns a program's conflict misses (lines of several
+ * arrays in one set of a 2-way cache) into hits.
  *
- * Memory: the 2 MiB chunks the slices touch are laid out one after the other in one
+ * Memory: each slice has its own (it begins cold, as after the application's gap); the 2 MiB
+ * chunks the slices touch are laid out one after the other in one
  * reservation (MAP_NORESERVE: only the pages touched cost memory), each at its offset
  * within its chunk, so that lines keep their addresses modulo 2 MiB and every cache of
  * the catalog whose way is at most 2 MiB (all but one level) maps them to the same sets
