@@ -96,6 +96,9 @@ MS_API int ms_skeleton_write_c(ms_sink *builder, const ms_stream_info *info, FIL
  * 54-61 the accesses per line - 1, 62 a store. A group head, bit 63 set: bits 0-2 the
  * lanes - 1, 3-18 the iterations - 1; then per lane: bits 0-39 its first address's
  * offset in the reservation, 40-55 its stride in bytes (signed), 56 a store. */
+/* Bounds of the configuration (ms_skeleton_config_check). */
+#define MS_SKELETON_RATIO_MAX (1ull << 30)
+#define MS_SKELETON_SLICE_MAX (1ull << 33)
 #define MS_SKELETON_LINE_BITS 34
 #define MS_SKELETON_STRIDE_MAX 2047
 #define MS_SKELETON_RUN_MAX 256

@@ -24,7 +24,14 @@ void ms_skeleton_config_default(ms_skeleton_config *config) {
 }
 
 int ms_skeleton_config_check(const ms_skeleton_config *config) {
-  if (config->ratio < 1) return ms_error_set(MS_ERR_ARG, "--ratio: at least 1");
+  /* bounds that keep slices * ratio and ratio * slice_size within 64 bits */
+  if (config->ratio < 1 || config->ratio > MS_SKELETON_RATIO_MAX)
+    return ms_error_set(MS_ERR_ARG, "--ratio: 1 to %llu, not %llu",
+                        (unsigned long long)MS_SKELETON_RATIO_MAX,
+                        (unsigned long long)config->ratio);
+  if (config->slice_size > MS_SKELETON_SLICE_MAX || config->min_slice_size > MS_SKELETON_SLICE_MAX)
+    return ms_error_set(MS_ERR_ARG, "--slice-size, --min-slice-size: at most %llu accesses",
+                        (unsigned long long)MS_SKELETON_SLICE_MAX);
   if (config->line < 8 || config->line > 4096 || (config->line & (config->line - 1)))
     return ms_error_set(MS_ERR_ARG, "--line: a power of two from 8 to 4096 bytes, not %u",
                         config->line);

@@ -169,7 +169,7 @@ static void clusters_hold_the_slices_lines(void **state) {
   assert_int_equal(summary.slice_size, 100);
   assert_int_equal(summary.kept, 200);
   assert_int_equal(summary.clusters, 2 * 13); /* 12 of 8 and one of 4 per slice */
-  assert_int_equal(summary.chunks, 6); /* three per slice: each slice has its own */
+  assert_int_equal(summary.chunks, 6);        /* three per slice: each slice has its own */
   char *text = NULL;
   size_t length = 0;
   FILE *out = open_memstream(&text, &length);
@@ -371,6 +371,16 @@ static void bad_input_writes_no_skeleton(void **state) {
   assert_non_null(strstr(err, "--line"));
   free(err);
   snprintf(path, sizeof path, "%s/skel48.c", dir);
+  assert_int_not_equal(stat(path, &st), 0);
+  /* a ratio whose product with the slices wrapped to 0 divided by it */
+  assert_int_equal(
+      test_memsnap_in(dir, "skeleton --min-slice-size 0 --slices 2 --ratio 9223372036854775808 "
+                           "-o huge.c two.din"),
+      2);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "--ratio"));
+  free(err);
+  snprintf(path, sizeof path, "%s/huge.c", dir);
   assert_int_not_equal(stat(path, &st), 0);
   assert_int_equal(test_memsnap_in(dir, "skeleton --slices 1 --ratio 1 -o two.c two.din"), 0);
 }
