@@ -21,10 +21,11 @@
  * equal histories are not equal sequences), keeps its reuse odds when replaying its last
  * accesses with them comes closer to the program's reuse than without (make_lossy), and
  * is tied to another lossy site when at least 90% of its accesses were at that site's
- * latest address plus one distance (tie_sites).
- * Cost per access: a hash lookup (one-entry cache in front), a history update (a scan of
- * the unique strides, first entry matching most often) and two fold pushes (O(1) when the
- * fold's prediction holds).
+ * latest address plus one distance (tie_sites). Sites are finished on a thread pool once
+ * the stream has ended (judging lossy models was 28% of profiling bzip2).
+ * Cost per access: a site lookup (a one-entry cache, then a direct table per trace site),
+ * a history update (the stride matched last, the next one, then a scan of the unique
+ * strides) and two fold pushes (O(1) when the fold's prediction holds).
  */
 #include <limits.h>
 #ifdef __GLIBC__
