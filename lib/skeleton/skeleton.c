@@ -86,7 +86,6 @@ typedef struct skeleton {
   uint64_t run_count, run_capacity;
   uint64_t groups, grouped; /* lockstep groups, and their accesses */
   uint64_t *slice_ends;     /* per slice: its runs end here */
-  uint64_t *slice_firsts;   /* and its first access in the stream */
   uint64_t slice_count, slice_capacity;
   uint64_t in_slice; /* accesses kept in the slice being filled */
   uint64_t clusters, kept;
@@ -281,13 +280,10 @@ static int close_slice(skeleton *s) {
   if (s->slice_count == s->slice_capacity) {
     uint64_t capacity = s->slice_capacity ? 2 * s->slice_capacity : 16;
     uint64_t *ends = realloc(s->slice_ends, capacity * sizeof *ends);
-    if (ends) s->slice_ends = ends;
-    uint64_t *firsts = ends ? realloc(s->slice_firsts, capacity * sizeof *firsts) : NULL;
-    if (!firsts) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-    s->slice_firsts = firsts;
+    if (!ends) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    s->slice_ends = ends;
     s->slice_capacity = capacity;
   }
-  s->slice_firsts[s->slice_count] = s->slice_start;
   s->slice_ends[s->slice_count++] = s->run_count;
   s->in_slice = 0;
   return 0;
@@ -375,7 +371,6 @@ static void skeleton_destroy(ms_sink *sink) {
   free(s->lines);
   free(s->runs);
   free(s->slice_ends);
-  free(s->slice_firsts);
   free(s->chunks);
   free(s);
 }
@@ -655,7 +650,7 @@ static void write_table(const skeleton *s, const uint64_t *chunks, FILE *out) {
         out);
   for (uint64_t k = 0, r = 0; k < s->slice_count; k++) {
     fprintf(out, "\n    /* slice %" PRIu64 ": the run's accesses from %" PRIu64 " */", k,
-            s->slice_firsts[k]);
+            slice_start(s, k));
     for (uint64_t i = 0; r < s->slice_ends[k]; r++, i++)
       fprintf(out, "%s UINT64_C(0x%016" PRIx64 "),", i % 4 ? "" : "\n   ",
               run_word(s, chunks, k, &s->runs[r]));
@@ -674,7 +669,7 @@ static void write_code(const skeleton *s, const uint64_t *chunks, FILE *out) {
   uint64_t parts = 0, in_part = 0;
   for (uint64_t k = 0, r = 0; k < s->slice_count; k++) {
     fprintf(out, "/* slice %" PRIu64 ": the run's accesses from %" PRIu64 " */\n", k,
-            s->slice_firsts[k]);
+            slice_start(s, k));
     while (r < s->slice_ends[k]) {
       if (!in_part)
         fprintf(out,
