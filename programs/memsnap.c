@@ -19,6 +19,7 @@ static const command commands[] = {
     {"recover", cmd_recover, "a valid trace of the intact chunks of a damaged .mtr"},
     {"hierarchies", cmd_hierarchies, "list the built-in cache hierarchies"},
     {"sim", cmd_sim, "simulate cache hierarchies on a trace or a live program"},
+    {"annotate", cmd_annotate, "misses per function and source line, with the source text"},
     {"profile", cmd_profile, "build a PSnAP profile (.psnap) of a trace or a live program"},
     {"replay", cmd_replay, "regenerate the accesses of a profile (all, some sites, a chunk)"},
     {"verify", cmd_verify, "compare a profile with its trace: exact matches, hit rates"},

@@ -10,6 +10,9 @@
  *   name        result (ms_analysis_result)   options (key=value, separated by blanks)
  *   sim         const ms_hierarchy_set *      hierarchy=H (repeatable; a catalog name, or
  *                                             size/line/ways[,...]), top=N (sites listed)
+ *   annotate    const ms_annotation *         hierarchy=H (one), level=N (1 first; the
+ *                                             misses that order the rows, default the
+ *                                             last), functions=N lines=N (rows listed)
  *   surface     const ms_surface *            widths=W depths=D (LO:HI or A,B,C),
  *                                             shards=RATE, sample=ON/OFF
  *   scores      const ms_scores *             word=B lookback=N window-log2=L top=N
@@ -31,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memsnap/annotate.h"
 #include "memsnap/cache.h"
 #include "memsnap/psnap.h"
 #include "memsnap/scores.h"
@@ -112,6 +116,9 @@ typedef struct ms_analysis_sampling {
  * with most misses per level. */
 MS_API int ms_sim_analysis_new(const ms_hierarchy_config *configs, int count, int top,
                                ms_analysis **out);
+/* Misses per function and source line (memsnap/annotate.h); config->source_dirs must
+ * outlive the analysis. */
+MS_API int ms_annotate_analysis_new(const ms_annotate_config *config, ms_analysis **out);
 MS_API int ms_surface_analysis_new(const ms_surface_config *config, ms_analysis_sampling sampling,
                                    ms_analysis **out);
 /* The report lists the `top` sites (all if negative). */

@@ -9,6 +9,7 @@
 
 #include "memsnap/access.h"
 #include "memsnap/analysis.h"
+#include "memsnap/annotate.h"
 #include "memsnap/api.h"
 #include "memsnap/cache.h"
 #include "memsnap/capture.h"

@@ -102,6 +102,98 @@ int analysis_sim_create(const analysis_option *options, int count, ms_analysis *
   return rc;
 }
 
+/* ---- annotate ---- */
+
+typedef struct annotate_analysis {
+  ms_analysis base;
+  ms_annotator *annotator;
+  const ms_annotation *annotation;
+} annotate_analysis;
+
+static int annotate_finish(ms_analysis *a, const ms_stream_info *info) {
+  annotate_analysis *s = (annotate_analysis *)a;
+  return ms_annotator_finish(s->annotator, info->sites, &s->annotation);
+}
+
+static const void *annotate_result(const ms_analysis *a) {
+  return ((const annotate_analysis *)a)->annotation;
+}
+
+static int annotate_write(const ms_analysis *a, const ms_stream_info *info, FILE *out,
+                          ms_report_format format) {
+  (void)info;
+  const annotate_analysis *s = (const annotate_analysis *)a;
+  if (format == MS_REPORT_TEXT) return ms_annotation_write_text(out, s->annotator);
+  if (format == MS_REPORT_JSON) return ms_annotation_write_json(out, s->annotator);
+  return unsupported(a, format);
+}
+
+static void annotate_destroy(ms_analysis *a) {
+  ms_annotator_free(((annotate_analysis *)a)->annotator);
+  free(a);
+}
+
+static const analysis_ops annotate_ops = {annotate_finish, annotate_result, annotate_write,
+                                          annotate_destroy};
+
+int ms_annotate_analysis_new(const ms_annotate_config *config, ms_analysis **out) {
+  *out = NULL;
+  annotate_analysis *s = calloc(1, sizeof *s);
+  if (!s) return out_of_memory();
+  int rc = ms_annotator_new(config, &s->annotator);
+  if (rc == 0)
+    rc = analysis_init(&s->base, "annotate", &annotate_ops, ms_annotator_sink(s->annotator),
+                       (ms_analysis_sampling){0, 0});
+  if (rc < 0) {
+    s->base.ops = &annotate_ops;
+    ms_analysis_free(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return 0;
+}
+
+int analysis_annotate_create(const analysis_option *options, int count, ms_analysis **out) {
+  ms_hierarchy_config hierarchy;
+  int have = 0, rc = 0;
+  int64_t level = -1, functions = 10, lines = 20;
+  char text[256];
+  for (int i = 0; rc == 0 && i < count; i++) {
+    const analysis_option *o = &options[i];
+    uint64_t value = 0;
+    int64_t *number = analysis_option_is(o, "level")       ? &level
+                      : analysis_option_is(o, "functions") ? &functions
+                      : analysis_option_is(o, "lines")     ? &lines
+                                                           : NULL;
+    if (analysis_option_is(o, "hierarchy") && o->value && !have) {
+      if (ms_hierarchy_parse(analysis_option_text(o, text, sizeof text), &hierarchy) == 0)
+        have = 1;
+      else
+        rc = analysis_option_error("annotate", o, ms_error_message());
+    } else if (number && o->value) {
+      if (ms_parse_number_text(analysis_option_text(o, text, sizeof text), MS_NUMBER_COUNT,
+                               &value) != 0 ||
+          value > 1000000 || (number == &level && value == 0))
+        rc =
+            analysis_option_error("annotate", o, number == &level ? "a level, 1 first" : "a count");
+      *number = number == &level ? (int64_t)value - 1 : (int64_t)value;
+    } else {
+      rc = analysis_option_error("annotate", o,
+                                 "is not one of hierarchy=H (one), level=N, functions=N, lines=N");
+    }
+  }
+  if (rc == 0 && !have)
+    rc = ms_error_set(MS_ERR_ARG, "annotate: no hierarchy (hierarchy=NAME or SPEC)");
+  if (rc < 0) return rc;
+  ms_annotate_config config;
+  ms_annotate_config_default(&config, &hierarchy);
+  config.sort_level = (int)level;
+  config.functions = (int)functions;
+  config.lines = (int)lines;
+  config.source = 0; /* a report by name names lines, without their text */
+  return ms_annotate_analysis_new(&config, out);
+}
+
 /* ---- surface ---- */
 
 typedef struct surface_analysis {

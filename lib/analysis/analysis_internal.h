@@ -45,6 +45,7 @@ int analysis_option_error(const char *name, const analysis_option *option, const
 
 /* The analyses by name (analyses.c): each parses its options and creates itself. */
 int analysis_sim_create(const analysis_option *options, int count, ms_analysis **out);
+int analysis_annotate_create(const analysis_option *options, int count, ms_analysis **out);
 int analysis_surface_create(const analysis_option *options, int count, ms_analysis **out);
 int analysis_scores_create(const analysis_option *options, int count, ms_analysis **out);
 int analysis_signature_create(const analysis_option *options, int count, ms_analysis **out);

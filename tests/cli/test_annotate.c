@@ -1,0 +1,196 @@
+/* memsnap annotate: misses per function and source line.
+ *
+ * Oracles: the rows add up to `memsnap sim`'s totals on the same trace and hierarchy (per
+ * level, functions and lines alike); tests/kernels/two_arrays.c sweeps one array and
+ * gathers from another on lines of their own, so their misses are known by construction
+ * (one per 64-byte line of the swept array; nearly one per access of the gathered one,
+ * 512 KiB against a 32 KiB cache). */
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static char *dir;
+TEST_SCRATCH_GROUP(dir)
+
+#define ELEMENTS 65536
+
+/* The kernel's trace, recorded once (t.mtr in the scratch folder). */
+static void record_once(void) {
+  static int recorded;
+  if (recorded) return;
+  char kernel[4096];
+  test_kernel("two_arrays", kernel, sizeof kernel);
+  assert_int_equal(test_memsnap_in(dir, "record -q -o t.mtr -- '%s' %d", kernel, ELEMENTS), 0);
+  recorded = 1;
+}
+
+static json_object *read_json(const char *name) {
+  char *text = test_read_in(dir, name);
+  assert_non_null(text);
+  json_object *root = json_tokener_parse(text);
+  if (!root) fprintf(stderr, "not JSON: %.200s\n", text);
+  assert_non_null(root);
+  free(text);
+  return root;
+}
+
+static json_object *field(json_object *object, const char *key) {
+  json_object *value = NULL;
+  if (!json_object_object_get_ex(object, key, &value)) fprintf(stderr, "no field %s\n", key);
+  assert_non_null(value);
+  return value;
+}
+
+static uint64_t misses_at(json_object *row, int level) {
+  return (uint64_t)json_object_get_int64(json_object_array_get_idx(field(row, "misses"), level));
+}
+
+/* Sum of the rows of `key` plus the unattributed row equals the simulator's accesses at
+ * level 1 and misses at every level. */
+static void assert_rows_add_up(json_object *annotation, const char *key, json_object *levels) {
+  json_object *rows = field(annotation, key), *unattributed = field(annotation, "unattributed");
+  size_t n = json_object_array_length(rows), level_count = json_object_array_length(levels);
+  assert_int_equal(
+      n, json_object_get_int64(field(annotation, key[0] == 'f' ? "function_count" : "line_count")));
+  uint64_t accesses = (uint64_t)json_object_get_int64(field(unattributed, "accesses"));
+  for (size_t i = 0; i < n; i++)
+    accesses +=
+        (uint64_t)json_object_get_int64(field(json_object_array_get_idx(rows, i), "accesses"));
+  json_object *first = json_object_array_get_idx(levels, 0);
+  assert_int_equal(accesses, json_object_get_int64(field(first, "accesses")));
+  for (size_t l = 0; l < level_count; l++) {
+    uint64_t misses = misses_at(unattributed, (int)l);
+    for (size_t i = 0; i < n; i++)
+      misses += misses_at(json_object_array_get_idx(rows, i), (int)l);
+    assert_int_equal(misses,
+                     json_object_get_int64(field(json_object_array_get_idx(levels, l), "misses")));
+  }
+}
+
+static void rows_add_up_to_the_simulation(void **state) {
+  (void)state;
+  record_once();
+  const char *hierarchies[] = {"nehalem", "32k/64/8,256k/64/8", "16k/32/4"};
+  for (size_t h = 0; h < sizeof hierarchies / sizeof *hierarchies; h++)
+    for (int model = 0; model < 2; model++) {
+      const char *m = model ? "cachegrind" : "memsnap";
+      assert_int_equal(test_memsnap_in(dir,
+                                       "annotate -H %s --model %s --all --json -o a.json t.mtr",
+                                       hierarchies[h], m),
+                       0);
+      assert_int_equal(
+          test_memsnap_in(dir, "sim -H %s --model %s --json -o s.json t.mtr", hierarchies[h], m),
+          0);
+      json_object *annotation = read_json("a.json"), *sim = read_json("s.json");
+      json_object *levels =
+          field(json_object_array_get_idx(field(sim, "hierarchies"), 0), "levels");
+      assert_rows_add_up(annotation, "functions", levels);
+      assert_rows_add_up(annotation, "lines", levels);
+      json_object_put(annotation);
+      json_object_put(sim);
+    }
+}
+
+/* The line row of two_arrays.c whose source holds `marker`. */
+static json_object *line_row(json_object *annotation, const char *marker, size_t *rank) {
+  int line = test_program_line("two_arrays.c", marker);
+  assert_true(line > 0);
+  json_object *rows = field(annotation, "lines");
+  for (size_t i = 0; i < json_object_array_length(rows); i++) {
+    json_object *row = json_object_array_get_idx(rows, i), *file = field(row, "file");
+    if (file && strstr(json_object_get_string(file), "two_arrays.c") &&
+        json_object_get_int(field(row, "line")) == line) {
+      *rank = i;
+      return row;
+    }
+  }
+  fail_msg("no row for the line of %s (%d)", marker, line);
+  return NULL;
+}
+
+static void misses_belong_to_the_array_that_makes_them(void **state) {
+  (void)state;
+  record_once();
+  assert_int_equal(
+      test_memsnap_in(dir, "annotate -H 32k/64/8 --level 1 --all --json -o a.json t.mtr"), 0);
+  json_object *annotation = read_json("a.json");
+  size_t sweep_rank, gather_rank;
+  json_object *sweep = line_row(annotation, "/* the sweep */", &sweep_rank);
+  json_object *gather = line_row(annotation, "/* the gather */", &gather_rank);
+  /* a[] is 8192 lines of 64 bytes (8193 if malloc did not align it to 64) */
+  uint64_t sweep_misses = misses_at(sweep, 0), gather_misses = misses_at(gather, 0);
+  assert_in_range(sweep_misses, ELEMENTS / 8, ELEMENTS / 8 + 1);
+  /* b[] is 16 times the cache: 15/16 of the gathers miss, and idx[] adds ELEMENTS / 8 */
+  assert_in_range(gather_misses, ELEMENTS * 85 / 100, ELEMENTS * 110 / 100);
+  assert_int_equal(gather_rank, 0);
+  json_object *functions = field(annotation, "functions");
+  assert_string_equal(
+      json_object_get_string(field(json_object_array_get_idx(functions, 0), "function")), "gather");
+  /* the function's misses: its line's and a few of its own (the stack, the loop's setup) */
+  assert_in_range(misses_at(json_object_array_get_idx(functions, 0), 0), gather_misses,
+                  gather_misses + 8);
+  json_object_put(annotation);
+}
+
+static void text_shows_the_hot_source_lines(void **state) {
+  (void)state;
+  record_once();
+  assert_int_equal(test_memsnap_in(dir, "annotate -H 32k/64/8 --lines 3 t.mtr"), 0);
+  char *out = test_read_in(dir, "out");
+  assert_non_null(out);
+  assert_non_null(strstr(out, "observed: "));
+  assert_non_null(strstr(out, "-- source "));
+  assert_non_null(strstr(out, "sum += b[idx[i]]; /* the gather */"));
+  assert_non_null(strstr(out, "sum += a[i]; /* the sweep */"));
+  /* the gather's row comes first among the lines */
+  char *lines = strstr(out, "\nlines (3 of ");
+  assert_non_null(lines);
+  char *first = strstr(lines, "two_arrays.c:");
+  assert_non_null(first);
+  char expected[64];
+  snprintf(expected, sizeof expected, "two_arrays.c:%d  gather",
+           test_program_line("two_arrays.c", "/* the gather */"));
+  assert_memory_equal(first, expected, strlen(expected));
+  free(out);
+  /* without source text */
+  assert_int_equal(test_memsnap_in(dir, "annotate -H 32k/64/8 --no-source t.mtr"), 0);
+  out = test_read_in(dir, "out");
+  assert_null(strstr(out, "-- source "));
+  free(out);
+}
+
+static void bad_input_writes_no_report(void **state) {
+  (void)state;
+  record_once();
+  assert_int_equal(test_run("cd '%s' && head -c 300 t.mtr > cut.mtr", dir), 0);
+  assert_int_not_equal(test_memsnap_in(dir, "annotate -H nehalem -o r.txt cut.mtr"), 0);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "cut.mtr"));
+  free(err);
+  assert_int_not_equal(test_run("test -e '%s/r.txt'", dir), 0);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem --level 4 t.mtr"), 2);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "--level 4"));
+  free(err);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem -H nehalem t.mtr"), 2);
+  assert_int_equal(test_memsnap_in(dir, "annotate t.mtr"), 2);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem missing.mtr"), 1);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "missing.mtr"));
+  free(err);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(rows_add_up_to_the_simulation),
+      cmocka_unit_test(misses_belong_to_the_array_that_makes_them),
+      cmocka_unit_test(text_shows_the_hot_source_lines),
+      cmocka_unit_test(bad_input_writes_no_report),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
