@@ -1,10 +1,12 @@
-/* memsnap annotate -H HIERARCHY [--level N] [--functions N] [--lines N] [--all]
+/* memsnap annotate -H HIERARCHY [--by code|object|allocation] [--level N] [--functions N] [--lines
+ * N] [--all]
  *                  [--context N] [--source-dir DIR] [--no-source] [--policy P]
  *                  [--model M] [--json] [-o FILE] (TRACE | -- PROGRAM ARGS...)
  *
  * Where one hierarchy's misses are: accesses and misses per level of each function and
- * each source line, most misses first, then the hot lines' source text (memsnap/annotate.h),
- * after the line (JSON: fields) that says what was observed (report.h).
+ * each source line (or each data object, or each allocating call's objects), most misses first,
+ * then the hot lines' source text (memsnap/annotate.h), after the line (JSON: fields) that says
+ * what was observed (report.h).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,9 +23,12 @@ static void usage(FILE *to) {
           "usage: memsnap annotate -H HIERARCHY [OPTIONS] (TRACE | -- PROGRAM ARGS...)\n"
           "  -H, --hierarchy H   a catalog name (memsnap hierarchies) or size/line/ways[,...],\n"
           "                      level 1 first (one hierarchy)\n"
+          "  --by WHAT           code: functions and source lines (default); object: each\n"
+          "                      data object (heap block, mmap, global or static variable);\n"
+          "                      allocation: the objects of each allocating call together\n"
           "  --level N           order by the misses of level N (1 first; default the last)\n"
           "  --functions N       functions to list (default 10)\n"
-          "  --lines N           source lines to list and show (default 20)\n"
+          "  --lines N           source lines (or objects) to list and show (default 20)\n"
           "  --all               every function and line\n"
           "  --context N         source lines shown around each hot line (default 2)\n"
           "  --source-dir DIR    look for source files there too (repeatable)\n"
@@ -44,6 +49,7 @@ typedef struct annotate_options {
   int source_dir_count;
   int64_t level, functions, lines, context;
   int source, json;
+  ms_annotate_by by;
   ms_cache_policy policy;
   ms_cache_model model;
   const char *output;
@@ -62,6 +68,7 @@ static int count_option(const char *command, const char *name, const char *text,
 
 static int parse_options(int argc, char **argv, annotate_options *o) {
   static const struct option long_options[] = {{"hierarchy", required_argument, NULL, 'H'},
+                                               {"by", required_argument, NULL, 'b'},
                                                {"level", required_argument, NULL, 'l'},
                                                {"functions", required_argument, NULL, 'f'},
                                                {"lines", required_argument, NULL, 'n'},
@@ -86,6 +93,18 @@ static int parse_options(int argc, char **argv, annotate_options *o) {
         return 2;
       }
       o->hierarchy = optarg;
+      break;
+    case 'b':
+      if (!strcmp(optarg, "code"))
+        o->by = MS_ANNOTATE_CODE;
+      else if (!strcmp(optarg, "object"))
+        o->by = MS_ANNOTATE_OBJECTS;
+      else if (!strcmp(optarg, "allocation"))
+        o->by = MS_ANNOTATE_ALLOCATIONS;
+      else {
+        cli_error(argv[0], "bad --by '%s' (code, object or allocation)", optarg);
+        return 2;
+      }
       break;
     case 'l':
       if (count_option(argv[0], "--level", optarg, 1, &o->level) < 0) return 2;
@@ -179,6 +198,7 @@ int cmd_annotate(int argc, char **argv) {
   ms_annotate_config config;
   ms_annotate_config_default(&config, &hierarchy);
   config.sort_level = (int)o.level - 1;
+  config.by = o.by;
   config.functions = (int)o.functions;
   config.lines = (int)o.lines;
   config.context = (int)o.context;
@@ -191,6 +211,7 @@ int cmd_annotate(int argc, char **argv) {
   }
   ms_open_options open_options;
   cli_open_options_init(&open_options);
+  open_options.capture.objects = o.by != MS_ANNOTATE_CODE; /* a live program's, if asked */
   source = cli_open_source(argv[0], inputs.count ? inputs.paths[0] : NULL, inputs.program_argc,
                            inputs.program_argv, &open_options);
   if (!source) goto done;

@@ -73,6 +73,13 @@ static void print_text(const char *path, const trace_summary *s, const ms_stream
          s->accesses, s->counts_by_kind[MS_LOAD], s->counts_by_kind[MS_STORE],
          s->counts_by_kind[MS_MODIFY]);
   printf("sites:         %" PRIu32 "\n", ms_site_table_count(info->sites));
+  if (info->objects) {
+    uint64_t allocations, frees, statics;
+    ms_object_table_counts(info->objects, &allocations, &frees, &statics);
+    printf("data objects:  %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+           " global or static variables\n",
+           allocations, frees, statics);
+  }
   if (s->format == MS_FORMAT_MTR) printf("chunks:        %" PRIu64 "\n", s->chunks);
   printf("file size:     %" PRIu64 " bytes (%.3f bytes/access)\n", s->file_bytes,
          s->accesses ? (double)s->file_bytes / (double)s->accesses : 0.0);
@@ -115,6 +122,15 @@ static void print_json(const char *path, const trace_summary *s, const ms_stream
                            json_object_new_uint64(s->counts_by_kind[k]));
   json_object_object_add(root, "accesses_by_kind", kinds);
   json_object_object_add(root, "sites", json_object_new_int64(ms_site_table_count(info->sites)));
+  if (info->objects) {
+    uint64_t allocations, frees, statics;
+    ms_object_table_counts(info->objects, &allocations, &frees, &statics);
+    json_object *objects = json_object_new_object();
+    json_object_object_add(objects, "allocations", json_object_new_uint64(allocations));
+    json_object_object_add(objects, "frees", json_object_new_uint64(frees));
+    json_object_object_add(objects, "statics", json_object_new_uint64(statics));
+    json_object_object_add(root, "objects", objects);
+  }
   if (s->format == MS_FORMAT_MTR)
     json_object_object_add(root, "chunks", json_object_new_uint64(s->chunks));
   json_object_object_add(root, "file_bytes", json_object_new_uint64(s->file_bytes));

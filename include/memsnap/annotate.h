@@ -9,6 +9,11 @@
  * the function "???" of its object. The rows of either kind add up to the simulation's
  * totals, less the accesses that carry no site (`unattributed`).
  *
+ * By data object (memsnap/objects.h), each access counts for the live object that holds its
+ * address at that point of the stream (each object, or all objects of one allocating call,
+ * or a global or static variable by its symbol): the simulation's sites are replaced by the
+ * objects, so that its misses per site are the misses per object.
+ *
  * The text report is cg_annotate's: the totals, the functions by misses at one level, the
  * lines by the same, then each hot line's source text with its neighbours when the file
  * is found (its path as DWARF gives it, else under one of the source folders given).
@@ -27,8 +32,15 @@
 extern "C" {
 #endif
 
+typedef enum ms_annotate_by {
+  MS_ANNOTATE_CODE = 0,       /* functions and source lines */
+  MS_ANNOTATE_OBJECTS = 1,    /* each data object (memsnap/objects.h) */
+  MS_ANNOTATE_ALLOCATIONS = 2 /* data objects by allocating call (statics by symbol) */
+} ms_annotate_by;
+
 typedef struct ms_annotate_config {
   ms_hierarchy_config hierarchy;
+  ms_annotate_by by;
   int sort_level;                 /* 0-based level whose misses order the rows; -1: the last */
   int functions;                  /* functions listed in reports (default 10; -1 all) */
   int lines;                      /* lines listed (default 20; -1 all) */
@@ -51,6 +63,12 @@ typedef struct ms_annotation_row {
   uint32_t site;        /* a line row without a file: the site */
   uint64_t accesses;    /* first-level accesses */
   uint64_t misses[MS_HIERARCHY_MAX_LEVELS];
+  /* data object rows: the kind (ms_object_kind), a static's symbol, the first object's
+   * address, the objects and their bytes; the allocating call's site in the fields above
+   * (object, function, file, line, pc, site) */
+  uint8_t kind;
+  const char *name;
+  uint64_t address, objects, bytes;
 } ms_annotation_row;
 
 typedef struct ms_annotation {
@@ -59,9 +77,14 @@ typedef struct ms_annotation {
   int sort_level;
   ms_annotation_row total;        /* the simulation's totals */
   ms_annotation_row unattributed; /* accesses without a site */
-  uint64_t function_count, line_count;
+  uint64_t function_count, line_count, object_count;
   ms_annotation_row *functions; /* most misses at sort_level first, then most accesses */
   ms_annotation_row *lines;     /* the same order */
+  /* by objects or allocations (functions and lines are then empty): the rows, in the
+   * same order; `unattributed` holds the accesses outside every object (the stack, memory
+   * the program did not allocate through the functions capture sees) */
+  ms_annotation_row *objects;
+  int has_objects; /* the stream recorded data objects */
 } ms_annotation;
 
 typedef struct ms_annotator ms_annotator;

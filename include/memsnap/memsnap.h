@@ -20,6 +20,7 @@
 #include "memsnap/fold.h"
 #include "memsnap/input.h"
 #include "memsnap/number.h"
+#include "memsnap/objects.h"
 #include "memsnap/open.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"

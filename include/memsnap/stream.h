@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "memsnap/access.h"
+#include "memsnap/objects.h"
 #include "memsnap/api.h"
 #include "memsnap/sites.h"
 
@@ -30,8 +31,8 @@ enum {
   MS_STREAM_EXEC_FOLLOWED = 1u << 4, /* the program replaced its image (execve) and the stream
                                         goes on with the new image's accesses (Valgrind
                                         capture; its sites are new sites) */
-  MS_STREAM_RECOVERED = 1u << 5, /* rebuilt by memsnap recover from a damaged .mtr: the
-                                    accesses before the damage (TRUNCATED is set too) */
+  MS_STREAM_RECOVERED = 1u << 5,     /* rebuilt by memsnap recover from a damaged .mtr: the
+                                        accesses before the damage (TRUNCATED is set too) */
 };
 
 typedef struct ms_stream_info {
@@ -44,13 +45,16 @@ typedef struct ms_stream_info {
   uint64_t access_count; /* total accesses if known in advance, else 0 */
   uint32_t flags;        /* MS_STREAM_* */
   uint64_t sample_on, sample_off;
-  int exit_status;      /* live program: exit code, or 128+signal; -1 unknown */
-  uint32_t children;    /* live Valgrind capture: processes the program started (not observed) */
-  uint32_t execs;       /* live Valgrind capture: execve calls followed (see EXEC_FOLLOWED) */
+  int exit_status;       /* live program: exit code, or 128+signal; -1 unknown */
+  uint32_t children;     /* live Valgrind capture: processes the program started (not observed) */
+  uint32_t execs;        /* live Valgrind capture: execve calls followed (see EXEC_FOLLOWED) */
   char *capture_failure; /* live capture: why the stream ended before the program did, when
                             the capture itself failed (Valgrind gave up: its words and what to
                             do), or NULL; owned by the source, never stored in a trace */
-  ms_site_table *sites; /* never NULL */
+  ms_site_table *sites;  /* never NULL */
+  /* data objects (memsnap/objects.h): the events seen so far (all of a trace's, from the
+   * start), or NULL when the input records none; owned with the info */
+  ms_object_table *objects;
 } ms_stream_info;
 
 typedef struct ms_source ms_source;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/object_map.h"
 #include "memsnap/error.h"
 #include "memsnap/sites.h"
 
@@ -20,8 +21,14 @@ struct ms_annotator {
   uint64_t site_capacity;
   uint64_t unsited_accesses;
   const ms_site_table *sites;
+  const ms_object_table *objects;
   ms_annotation annotation;
   int finished;
+  /* by objects: the live objects, the next event to apply, the accesses consumed, and the
+   * batch with its sites replaced by objects */
+  object_map *map;
+  uint64_t next_event, position;
+  ms_batch relabeled;
 };
 
 void ms_annotate_config_default(ms_annotate_config *config, const ms_hierarchy_config *hierarchy) {
@@ -45,10 +52,44 @@ static int grow_sites(ms_annotator *a, uint64_t site) {
   return 0;
 }
 
+/* The batch with each access's site replaced by the live object holding its address
+ * (MS_SITE_NONE outside every object), the object events applied as the accesses reach
+ * them. */
+static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *batch,
+                   const ms_batch **out) {
+  if (a->relabeled.capacity < batch->count) {
+    ms_access *grown = realloc(a->relabeled.accesses, batch->count * sizeof *grown);
+    if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation");
+    a->relabeled.accesses = grown;
+    a->relabeled.capacity = batch->count;
+  }
+  const ms_object_table *table = info->objects;
+  uint64_t events = ms_object_table_count(table);
+  if (table) a->objects = table;
+  for (size_t i = 0; i < batch->count; i++) {
+    while (a->next_event < events) {
+      const ms_object_event *e = ms_object_table_get(table, a->next_event);
+      if (e->index > a->position + i) break;
+      if (a->next_event >= UINT32_MAX)
+        return ms_error_set(MS_ERR_UNSUPPORTED, "annotate: more than 2^32 object events");
+      int rc = object_map_apply(a->map, e, (uint32_t)a->next_event);
+      if (rc < 0) return rc;
+      a->next_event++;
+    }
+    a->relabeled.accesses[i] = batch->accesses[i];
+    a->relabeled.accesses[i].site = object_map_find(a->map, batch->accesses[i].address);
+  }
+  a->relabeled.count = batch->count;
+  a->position += batch->count;
+  *out = &a->relabeled;
+  return 0;
+}
+
 static int annotator_consume(ms_sink *sink, const ms_stream_info *info, const ms_batch *batch) {
-  (void)info;
   ms_annotator *a = (ms_annotator *)sink;
-  int rc = ms_hierarchy_set_access_batch(a->set, batch);
+  int rc;
+  if (a->map && (rc = relabel(a, info, batch, &batch)) < 0) return rc;
+  rc = ms_hierarchy_set_access_batch(a->set, batch);
   if (rc < 0) return rc;
   const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
   const int shift = a->line_shift;
@@ -74,8 +115,9 @@ static int annotator_consume(ms_sink *sink, const ms_stream_info *info, const ms
 }
 
 static int annotator_end(ms_sink *sink, const ms_stream_info *info) {
-  (void)info;
-  return ms_hierarchy_set_flush(((ms_annotator *)sink)->set);
+  ms_annotator *a = (ms_annotator *)sink;
+  if (info->objects) a->objects = info->objects;
+  return ms_hierarchy_set_flush(a->set);
 }
 
 static void annotator_sink_destroy(ms_sink *sink) { (void)sink; /* the annotator's */ }
@@ -99,6 +141,10 @@ int ms_annotator_new(const ms_annotate_config *config, ms_annotator **out) {
     free(a);
     return rc;
   }
+  if (config->by != MS_ANNOTATE_CODE && !(a->map = object_map_new())) {
+    ms_annotator_free(a);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for an annotation");
+  }
   uint32_t line = config->hierarchy.levels[0].line_size;
   while ((1u << a->line_shift) < line)
     a->line_shift++;
@@ -112,6 +158,9 @@ void ms_annotator_free(ms_annotator *a) {
   free(a->site_accesses);
   free(a->annotation.functions);
   free(a->annotation.lines);
+  free(a->annotation.objects);
+  object_map_free(a->map);
+  free(a->relabeled.accesses);
   free(a);
 }
 
@@ -200,6 +249,88 @@ static int group_rows(const ms_annotator *a, keyed_site *sites, uint64_t n,
   return 0;
 }
 
+/* ---- data objects ---- */
+
+typedef struct keyed_object {
+  uint32_t id;
+  const ms_object_event *event;
+} keyed_object;
+
+/* statics by symbol and file, the others by allocating site and kind */
+static int by_allocation(const void *l, const void *r) {
+  const ms_object_event *x = ((const keyed_object *)l)->event,
+                        *y = ((const keyed_object *)r)->event;
+  int sx = x->kind == MS_OBJECT_STATIC, sy = y->kind == MS_OBJECT_STATIC;
+  if (sx != sy) return sx ? 1 : -1;
+  if (sx) {
+    int c = compare_text(x->name, y->name);
+    return c ? c : compare_text(x->object, y->object);
+  }
+  if (x->site != y->site) return x->site < y->site ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int by_id(const void *l, const void *r) {
+  uint32_t x = ((const keyed_object *)l)->id, y = ((const keyed_object *)r)->id;
+  return (x > y) - (x < y);
+}
+
+static int object_rows(ms_annotator *a, const ms_site_table *sites, const uint64_t *const *misses,
+                       const uint32_t *miss_sites) {
+  ms_annotation *n = &a->annotation;
+  uint64_t events = ms_object_table_count(a->objects), used = 0;
+  n->has_objects = a->objects != NULL;
+  keyed_object *keyed = calloc(events ? events : 1, sizeof *keyed);
+  if (!keyed) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation");
+  int each = a->config.by == MS_ANNOTATE_OBJECTS;
+  for (uint64_t i = 0; i < events && i < UINT32_MAX; i++) {
+    const ms_object_event *e = ms_object_table_get(a->objects, i);
+    if (e->freed) continue;
+    if (each) { /* each object that was touched */
+      int touched = i < a->site_capacity && a->site_accesses[i];
+      for (int l = 0; !touched && l < n->level_count; l++)
+        touched = i < miss_sites[l] && misses[l][i];
+      if (!touched) continue;
+    }
+    keyed[used++] = (keyed_object){(uint32_t)i, e};
+  }
+  int (*same)(const void *, const void *) = each ? by_id : by_allocation;
+  qsort(keyed, used, sizeof *keyed, same);
+  n->objects = calloc(used ? used : 1, sizeof *n->objects);
+  if (!n->objects) {
+    free(keyed);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation's rows");
+  }
+  uint32_t table_count = sites ? ms_site_table_count(sites) : 0;
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < used; i++) {
+    const ms_object_event *e = keyed[i].event;
+    if (i == 0 || same(&keyed[i - 1], &keyed[i]) != 0) {
+      const ms_site *where = e->site != MS_SITE_NONE && e->site < table_count
+                                 ? ms_site_table_get(sites, e->site)
+                                 : NULL;
+      n->objects[k++] = (ms_annotation_row){.object = where ? where->object : e->object,
+                                            .function = where ? where->function : NULL,
+                                            .file = where ? where->file : NULL,
+                                            .line = where ? where->line : 0,
+                                            .pc = where ? where->pc : 0,
+                                            .site = e->site,
+                                            .kind = e->kind,
+                                            .name = e->name,
+                                            .address = e->address};
+    }
+    ms_annotation_row *row = &n->objects[k - 1];
+    row->objects++;
+    row->bytes += e->size;
+    add_site(row, a, keyed[i].id, misses, miss_sites);
+  }
+  free(keyed);
+  n->object_count = k;
+  int level = n->sort_level;
+  qsort_r(n->objects, k, sizeof *n->objects, by_misses, &level);
+  return 0;
+}
+
 int ms_annotator_finish(ms_annotator *a, const ms_site_table *sites, const ms_annotation **out) {
   *out = NULL;
   if (a->finished) {
@@ -226,6 +357,14 @@ int ms_annotator_finish(ms_annotator *a, const ms_site_table *sites, const ms_an
     if (miss_sites[l] > site_count) site_count = miss_sites[l];
   }
   n->unattributed.accesses = a->unsited_accesses;
+  if (a->config.by != MS_ANNOTATE_CODE) {
+    rc = object_rows(a, sites, misses, miss_sites);
+    if (rc < 0) return rc;
+    a->sites = sites;
+    a->finished = 1;
+    *out = n;
+    return 0;
+  }
   uint32_t table_count = sites ? ms_site_table_count(sites) : 0;
   keyed_site *keyed = calloc(site_count ? site_count : 1, sizeof *keyed);
   ms_site *unknown = calloc(site_count ? site_count : 1, sizeof *unknown);
@@ -383,6 +522,54 @@ static void text_source(FILE *out, const ms_annotator *a, const char *file, uint
   fclose(f);
 }
 
+static const char *kind_name(uint8_t kind) {
+  return kind == MS_OBJECT_STATIC ? "static" : kind == MS_OBJECT_MAP ? "mmap" : "heap";
+}
+
+static void describe_object(char *buf, size_t size, const ms_annotation_row *row, int each) {
+  char where[4096];
+  if (row->file)
+    snprintf(where, sizeof where, "%s:%" PRIu32 " %s", row->file, row->line,
+             row->function ? row->function : "???");
+  else if (row->function || row->object)
+    snprintf(where, sizeof where, "%s (%s, pc 0x%" PRIx64 ")",
+             row->function ? row->function : "???", row->object ? base_name(row->object) : "?",
+             row->pc);
+  else
+    snprintf(where, sizeof where, "an unknown call");
+  if (row->kind == MS_OBJECT_STATIC)
+    snprintf(buf, size, "static %s (%s), %" PRIu64 " bytes", row->name ? row->name : "???",
+             row->object ? base_name(row->object) : "?", row->bytes);
+  else if (each)
+    snprintf(buf, size, "%s 0x%" PRIx64 ", %" PRIu64 " bytes, allocated at %s",
+             kind_name(row->kind), row->address, row->bytes, where);
+  else
+    snprintf(buf, size, "%s, %" PRIu64 " object%s, %" PRIu64 " bytes, allocated at %s",
+             kind_name(row->kind), row->objects, row->objects == 1 ? "" : "s", row->bytes, where);
+}
+
+static int write_objects_text(FILE *out, const ms_annotator *a) {
+  const ms_annotation *n = &a->annotation;
+  if (!n->has_objects) {
+    fputs("\nno data objects: the input records none (a trace recorded without `memsnap record\n"
+          "--objects`, a profile, a Lackey or din trace); record it with --objects to see them\n",
+          out);
+    return 0;
+  }
+  uint64_t rows = listed(a->config.lines, n->object_count);
+  int each = a->config.by == MS_ANNOTATE_OBJECTS;
+  char what[8192];
+  fprintf(out, "\n%s (%" PRIu64 " of %" PRIu64 ")\n",
+          each ? "data objects" : "data objects by allocating call", rows, n->object_count);
+  text_header(out, n, "object");
+  for (uint64_t i = 0; i < rows; i++) {
+    text_numbers(out, n, &n->objects[i]);
+    describe_object(what, sizeof what, &n->objects[i], each);
+    fprintf(out, "%s\n", what);
+  }
+  return 0;
+}
+
 int ms_annotation_write_text(FILE *out, const ms_annotator *a) {
   if (!a->finished) return ms_error_set(MS_ERR_ARG, "annotate: the stream has not ended");
   const ms_annotation *n = &a->annotation;
@@ -396,7 +583,14 @@ int ms_annotation_write_text(FILE *out, const ms_annotator *a) {
   fputs("total\n", out);
   if (n->unattributed.accesses) {
     text_numbers(out, n, &n->unattributed);
-    fputs("accesses without a site\n", out);
+    fputs(a->config.by == MS_ANNOTATE_CODE
+              ? "accesses without a site\n"
+              : "outside every data object (stack, untracked memory)\n",
+          out);
+  }
+  if (a->config.by != MS_ANNOTATE_CODE) {
+    write_objects_text(out, a);
+    return ferror(out) ? ms_error_set(MS_ERR_IO, "cannot write the annotation") : 0;
   }
   uint64_t functions = listed(a->config.functions, n->function_count);
   fprintf(out, "\nfunctions (%" PRIu64 " of %" PRIu64 ")\n", functions, n->function_count);
@@ -471,6 +665,45 @@ int ms_annotation_write_json(FILE *out, const ms_annotator *a) {
   json_object_object_add(root, "sort_level", json_object_new_int(n->sort_level + 1));
   json_object_object_add(root, "total", json_row(n, &n->total, 0));
   json_object_object_add(root, "unattributed", json_row(n, &n->unattributed, 0));
+  json_object_object_add(root, "by",
+                         json_object_new_string(a->config.by == MS_ANNOTATE_CODE ? "code"
+                                                : a->config.by == MS_ANNOTATE_OBJECTS
+                                                    ? "object"
+                                                    : "allocation"));
+  if (a->config.by != MS_ANNOTATE_CODE) {
+    json_object_object_add(root, "has_objects", json_object_new_boolean(n->has_objects));
+    json_object_object_add(root, "object_count", json_object_new_uint64(n->object_count));
+    json_object *objects = json_object_new_array();
+    for (uint64_t i = 0; i < listed(a->config.lines, n->object_count); i++) {
+      const ms_annotation_row *row = &n->objects[i];
+      json_object *o = json_row(n, row, 0);
+      json_object_object_add(o, "kind", json_object_new_string(kind_name(row->kind)));
+      if (row->name) json_object_object_add(o, "name", json_object_new_string(row->name));
+      if (a->config.by == MS_ANNOTATE_OBJECTS) {
+        char address[32];
+        snprintf(address, sizeof address, "0x%" PRIx64, row->address);
+        json_object_object_add(o, "address", json_object_new_string(address));
+      }
+      json_object_object_add(o, "objects", json_object_new_uint64(row->objects));
+      json_object_object_add(o, "bytes", json_object_new_uint64(row->bytes));
+      if (row->kind != MS_OBJECT_STATIC) {
+        json_object *at = json_object_new_object();
+        if (row->object) json_object_object_add(at, "object", json_object_new_string(row->object));
+        json_object_object_add(at, "function",
+                               row->function ? json_object_new_string(row->function) : NULL);
+        json_object_object_add(at, "file", row->file ? json_object_new_string(row->file) : NULL);
+        json_object_object_add(at, "line", json_object_new_uint64(row->line));
+        char pc[32];
+        snprintf(pc, sizeof pc, "0x%" PRIx64, row->pc);
+        json_object_object_add(at, "pc", json_object_new_string(pc));
+        json_object_object_add(o, "allocated_at", at);
+      } else if (row->object) {
+        json_object_object_add(o, "object", json_object_new_string(row->object));
+      }
+      json_object_array_add(objects, o);
+    }
+    json_object_object_add(root, "objects", objects);
+  }
   json_object_object_add(root, "function_count", json_object_new_uint64(n->function_count));
   json_object_object_add(root, "line_count", json_object_new_uint64(n->line_count));
   json_object *functions = json_object_new_array();

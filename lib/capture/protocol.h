@@ -6,7 +6,7 @@
 #define MEMSNAP_CAPTURE_PROTOCOL_H
 
 #define MS_VG_MAGIC 0x3147564150534d53ULL /* "SMSPAVG1" little-endian */
-#define MS_VG_VERSION 2
+#define MS_VG_VERSION 3
 /* The compiler runtime's version (rt/rt.c): the same notices on the pipe (HELLO, CHUNK,
  * SIGNAL, in the version 2 layout), but its slots hold 8-byte words: an access is
  * address | site << 48 (site < MS_RT_SHORT_SITES, address < 2^48; thread from the THREAD
@@ -19,8 +19,8 @@
 #define MS_RT_SHORT_SITES 0xffffu
 #define MS_RT_ESCAPE_LONG 0xffff000000000000ull
 #define MS_RT_ESCAPE_CONTROL 0xffff000000000001ull
-#define MS_VG_UNIT_BYTES 16               /* every record is {u64 a; u64 b} */
-#define MS_VG_SLOT_UNITS (1u << 16)       /* units per shared-memory slot (1 MiB) */
+#define MS_VG_UNIT_BYTES 16         /* every record is {u64 a; u64 b} */
+#define MS_VG_SLOT_UNITS (1u << 16) /* units per shared-memory slot (1 MiB) */
 
 enum {
   TAG_LOAD = 0,
@@ -33,7 +33,17 @@ enum {
   TAG_CHUNK = 0x14,
   TAG_SIGNAL = 0x15, /* rt only: the program died of signal `a`; the stream is truncated */
   TAG_EXEC = 0x16,   /* Valgrind only: execve next; the last unit of its slot (see ms_main.c) */
-  TAG_FORK = 0x17    /* Valgrind only: the program forked process `a`, which is not observed */
+  TAG_FORK = 0x17,   /* Valgrind only: the program forked process `a`, which is not observed */
+  /* Valgrind only (protocol 3): a data object allocated at `a` by the call of `site`, of
+   * the size in its one payload unit (u64 size, u64 0); the size field holds its kind
+   * (ms_object_kind) */
+  TAG_ALLOC = 0x18,
+  TAG_FREE = 0x19 /* Valgrind only (protocol 3): the object at `a` is freed; size field: kind */
 };
+
+/* The client requests of the tool's preload library (valgrind/ms_preload.c):
+ * VG_USERREQ_TOOL_BASE('M', 'S') + n, arguments (pointer, size). */
+#define MS_REQ_ALLOC (((unsigned)'M' << 24 | (unsigned)'S' << 16) + 0)
+#define MS_REQ_FREE (((unsigned)'M' << 24 | (unsigned)'S' << 16) + 1)
 
 #endif

@@ -83,6 +83,7 @@ void ms_stream_info_clear(ms_stream_info *info) {
   free(info->arch);
   free(info->capture);
   ms_site_table_free(info->sites);
+  ms_object_table_free(info->objects);
   memset(info, 0, sizeof *info);
   info->exit_status = -1;
 }

@@ -24,6 +24,7 @@ _Static_assert(offsetof(ms_access, site) == 8, "ms_access: address, then 8 bytes
 #define MTR_VERSION 1
 #define MTR_CHUNK_MAGIC "MSCK"
 #define MTR_TRAILER_MAGIC "MSTR"
+#define MTR_OBJECTS_MAGIC "MSOB" /* the trailer's data objects block, after the chunk index */
 #define MTR_FOOTER_MAGIC "MTR-END\n"
 #define MTR_CHUNK_HEADER_BYTES 40
 #define MTR_FOOTER_BYTES 24

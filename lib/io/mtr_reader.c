@@ -250,6 +250,68 @@ static int read_header(mtr_reader *r, uint32_t *header_bytes_out) {
   return MS_OK;
 }
 
+/* The data objects' block between the site table and the chunk index, if any
+ * (docs/formats.md): `MSOB`, u64 raw bytes, u64 compressed bytes, one zstd frame of u64
+ * count and the events; `c` spans exactly the block. Traces written before it existed
+ * have none. */
+static int parse_objects(mtr_reader *r, cursor *c) {
+  uint64_t at = r->trailer_offset;
+  const uint8_t *magic = cursor_take(c, 4);
+  uint64_t raw_bytes = cursor_u64(c), compressed_bytes = cursor_u64(c);
+  const uint8_t *frame = !c->bad && compressed_bytes <= (size_t)(c->end - c->p)
+                             ? cursor_take(c, (size_t)compressed_bytes)
+                             : NULL;
+  if (!magic || memcmp(magic, MTR_OBJECTS_MAGIC, 4) != 0 || !frame || c->p != c->end ||
+      raw_bytes < 8 || raw_bytes > 1000 * compressed_bytes + 4096)
+    return corrupt(r, at, "trailer corrupt (data objects block)");
+  uint8_t *raw = malloc((size_t)raw_bytes);
+  if (!raw) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the objects", r->path);
+  size_t got = ZSTD_decompress(raw, (size_t)raw_bytes, frame, (size_t)compressed_bytes);
+  if (ZSTD_isError(got) || got != raw_bytes) {
+    free(raw);
+    return corrupt(r, at, "trailer corrupt (data objects: bad frame)");
+  }
+  ms_stream_info *info = &r->source.info;
+  cursor e = {raw, raw + raw_bytes, 0};
+  uint64_t count = cursor_u64(&e);
+  /* an event takes at least 40 bytes */
+  if (count > raw_bytes / 40 || !(info->objects = ms_object_table_new())) {
+    free(raw);
+    return count > raw_bytes / 40 ? corrupt(r, at, "trailer corrupt (data objects count)")
+                                  : ms_error_set(MS_ERR_NOMEM, "%s: out of memory", r->path);
+  }
+  uint32_t site_count = ms_site_table_count(info->sites);
+  int bad = 0;
+  for (uint64_t i = 0; i < count && !e.bad && !bad; i++) {
+    ms_object_event event = {0};
+    event.index = cursor_u64(&e);
+    event.address = cursor_u64(&e);
+    event.size = cursor_u64(&e);
+    event.site = cursor_u32(&e);
+    const uint8_t *tail = cursor_take(&e, 4);
+    char *name = cursor_string(&e), *object = cursor_string(&e);
+    if (tail) {
+      event.thread = (uint16_t)(tail[0] | tail[1] << 8);
+      event.kind = tail[2];
+      event.freed = tail[3];
+    }
+    event.name = name;
+    event.object = object;
+    if (!e.bad && ((event.site != MS_SITE_NONE && event.site >= site_count) ||
+                   event.index > r->access_count || event.freed > 1 ||
+                   ms_object_table_add(info->objects, &event) < 0))
+      bad = 1;
+    free(name);
+    free(object);
+  }
+  int oom = e.bad == 2;
+  if (!e.bad && e.p != e.end) bad = 1;
+  free(raw);
+  if (oom) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the objects", r->path);
+  if (bad || e.bad) return corrupt(r, at, "trailer corrupt (data objects)");
+  return MS_OK;
+}
+
 static int parse_trailer(mtr_reader *r, const uint8_t *trailer, size_t size,
                          uint32_t header_bytes) {
   uint64_t at = r->trailer_offset;
@@ -304,8 +366,15 @@ static int parse_trailer(mtr_reader *r, const uint8_t *trailer, size_t size,
   else if (sites.bad)
     return corrupt(r, at, "trailer corrupt (site table overrun)");
   if (c.bad == 2) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the sites", r->path);
-  if (c.bad || r->chunk_count != (uint64_t)(c.end - c.p) / 16 || (c.end - c.p) % 16 != 0)
+  if (c.bad || r->chunk_count > (uint64_t)(c.end - c.p) / 16)
     return corrupt(r, at, "trailer corrupt (chunk index overrun)");
+  /* the data objects' block, when the chunk index is not all that is left */
+  if ((uint64_t)(c.end - c.p) != r->chunk_count * 16) {
+    cursor objects = {c.p, c.end - r->chunk_count * 16, 0};
+    int rc = parse_objects(r, &objects);
+    if (rc < 0) return rc;
+    c.p = objects.end;
+  }
   r->chunks = malloc((r->chunk_count + 1) * sizeof *r->chunks);
   if (!r->chunks) return ms_error_set(MS_ERR_NOMEM, "%s: out of memory for the index", r->path);
   for (uint64_t k = 0; k < r->chunk_count; k++) {

@@ -456,6 +456,50 @@ static int append_site_table(mtr_writer *w, byte_buffer *b, const ms_site_table 
   return rc;
 }
 
+/* The data objects' events as one zstd frame, between the site table and the chunk index
+ * (docs/formats.md). */
+static int append_objects(mtr_writer *w, byte_buffer *b, const ms_object_table *objects) {
+  /* the events up to the last access written (a recovered or shortened trace keeps those
+   * of its accesses) */
+  uint64_t count = 0, total = ms_object_table_count(objects);
+  while (count < total && ms_object_table_get(objects, count)->index <= w->access_count)
+    count++;
+  if (count == 0) return MS_OK;
+  byte_buffer raw = {0};
+  buffer_u64(&raw, count);
+  for (uint64_t i = 0; i < count; i++) {
+    const ms_object_event *e = ms_object_table_get(objects, i);
+    buffer_u64(&raw, e->index);
+    buffer_u64(&raw, e->address);
+    buffer_u64(&raw, e->size);
+    buffer_u32(&raw, e->site);
+    uint8_t tail[4] = {(uint8_t)e->thread, (uint8_t)(e->thread >> 8), e->kind, e->freed};
+    buffer_bytes(&raw, tail, 4);
+    buffer_string(&raw, e->name);
+    buffer_string(&raw, e->object);
+  }
+  size_t bound = ZSTD_compressBound(raw.size);
+  uint8_t *frame = raw.failed ? NULL : malloc(bound);
+  if (!frame) {
+    free(raw.data);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
+  }
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_SITES_ZSTD_LEVEL);
+  size_t compressed = ZSTD_compress2(w->cctx, frame, bound, raw.data, raw.size);
+  int rc = MS_OK;
+  if (ZSTD_isError(compressed)) {
+    rc = ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
+  } else {
+    buffer_bytes(b, MTR_OBJECTS_MAGIC, 4);
+    buffer_u64(b, raw.size);
+    buffer_u64(b, compressed);
+    buffer_bytes(b, frame, compressed);
+  }
+  free(frame);
+  free(raw.data);
+  return rc;
+}
+
 static int write_trailer(mtr_writer *w, const ms_stream_info *info) {
   byte_buffer b = {0};
   uint64_t trailer_offset = w->offset;
@@ -473,6 +517,10 @@ static int write_trailer(mtr_writer *w, const ms_stream_info *info) {
   buffer_u32(&b, site_count);
   int rc = append_site_table(w, &b, info->sites, site_count);
   if (rc < 0) {
+    free(b.data);
+    return rc;
+  }
+  if ((rc = append_objects(w, &b, info->objects)) < 0) {
     free(b.data);
     return rc;
   }

@@ -4,7 +4,9 @@
  * level, functions and lines alike); tests/kernels/two_arrays.c sweeps one array and
  * gathers from another on lines of their own, so their misses are known by construction
  * (one per 64-byte line of the swept array; nearly one per access of the gathered one,
- * 512 KiB against a 32 KiB cache). */
+ * 512 KiB against a 32 KiB cache). By data object: the same sums over objects; the misses
+ * go to the allocation of the array that makes them; tests/kernels/reuse_block.c's two
+ * blocks at one address are two objects, each with its own lines' accesses. */
 #include <json-c/json.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +27,8 @@ static void record_once(void) {
   if (recorded) return;
   char kernel[4096];
   test_kernel("two_arrays", kernel, sizeof kernel);
-  assert_int_equal(test_memsnap_in(dir, "record -q -o t.mtr -- '%s' %d", kernel, ELEMENTS), 0);
+  assert_int_equal(
+      test_memsnap_in(dir, "record -q --objects -o t.mtr -- '%s' %d", kernel, ELEMENTS), 0);
   recorded = 1;
 }
 
@@ -102,7 +105,8 @@ static json_object *line_row(json_object *annotation, const char *marker, size_t
   assert_true(line > 0);
   json_object *rows = field(annotation, "lines");
   for (size_t i = 0; i < json_object_array_length(rows); i++) {
-    json_object *row = json_object_array_get_idx(rows, i), *file = field(row, "file");
+    json_object *row = json_object_array_get_idx(rows, i), *file = NULL;
+    json_object_object_get_ex(row, "file", &file);
     if (file && strstr(json_object_get_string(file), "two_arrays.c") &&
         json_object_get_int(field(row, "line")) == line) {
       *rank = i;
@@ -164,6 +168,124 @@ static void text_shows_the_hot_source_lines(void **state) {
   free(out);
 }
 
+/* The row of `rows` (objects) allocated at the line of `source` holding `marker`. */
+static json_object *allocated_at(json_object *rows, const char *source, const char *marker) {
+  int line = test_program_line(source, marker);
+  assert_true(line > 0);
+  for (size_t i = 0; i < json_object_array_length(rows); i++) {
+    json_object *row = json_object_array_get_idx(rows, i), *at, *file;
+    if (json_object_object_get_ex(row, "allocated_at", &at) &&
+        json_object_object_get_ex(at, "file", &file) && file &&
+        strstr(json_object_get_string(file), source) &&
+        json_object_get_int(field(at, "line")) == line)
+      return row;
+  }
+  fail_msg("no object allocated at %s:%d", source, line);
+  return NULL;
+}
+
+static void objects_add_up_and_hold_their_misses(void **state) {
+  (void)state;
+  record_once();
+  const char *modes[] = {"object", "allocation"};
+  for (int m = 0; m < 2; m++) {
+    assert_int_equal(
+        test_memsnap_in(dir, "annotate -H nehalem --by %s --all --json -o a.json t.mtr", modes[m]),
+        0);
+    assert_int_equal(test_memsnap_in(dir, "sim -H nehalem --json -o s.json t.mtr"), 0);
+    json_object *annotation = read_json("a.json"), *sim = read_json("s.json");
+    assert_true(json_object_get_boolean(field(annotation, "has_objects")));
+    json_object *levels = field(json_object_array_get_idx(field(sim, "hierarchies"), 0), "levels");
+    /* objects and what lies outside them add up to the simulation */
+    json_object *rows = field(annotation, "objects"), *outside = field(annotation, "unattributed");
+    for (size_t l = 0; l < json_object_array_length(levels); l++) {
+      uint64_t misses = misses_at(outside, (int)l);
+      for (size_t i = 0; i < json_object_array_length(rows); i++)
+        misses += misses_at(json_object_array_get_idx(rows, i), (int)l);
+      assert_int_equal(
+          misses, json_object_get_int64(field(json_object_array_get_idx(levels, l), "misses")));
+    }
+    json_object_put(annotation);
+    json_object_put(sim);
+  }
+  /* b's allocation holds the gather's misses and its initialization's (one per line); a's
+   * its initialization's and the sweep's, one per line each */
+  assert_int_equal(
+      test_memsnap_in(dir, "annotate -H 32k/64/8 --by allocation --all --json -o a.json t.mtr"), 0);
+  json_object *annotation = read_json("a.json"), *rows = field(annotation, "objects");
+  json_object *a = allocated_at(rows, "two_arrays.c", "a's allocation");
+  json_object *b = allocated_at(rows, "two_arrays.c", "b's allocation");
+  assert_in_range(misses_at(a, 0), ELEMENTS / 4, ELEMENTS / 4 + 2);
+  assert_in_range(misses_at(b, 0), ELEMENTS * 85 / 100 + ELEMENTS / 8,
+                  ELEMENTS * 110 / 100 + ELEMENTS / 8);
+  assert_int_equal(json_object_get_int64(field(a, "bytes")), ELEMENTS * 8);
+  assert_ptr_equal(json_object_array_get_idx(rows, 0), b);
+  json_object_put(annotation);
+}
+
+static void freed_and_reallocated_objects_are_told_apart(void **state) {
+  (void)state;
+  char kernel[4096];
+  test_kernel("reuse_block", kernel, sizeof kernel);
+  assert_int_equal(test_memsnap_in(dir, "record -q --objects -o r.mtr -- '%s'", kernel), 0);
+  char *out = test_read_in(dir, "out");
+  assert_non_null(
+      strstr(out, " 1\n")); /* the program saw the second block at the first's address */
+  free(out);
+  assert_int_equal(
+      test_memsnap_in(dir, "annotate -H nehalem --by object --all --json -o o.json r.mtr"), 0);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem --all --json -o c.json r.mtr"), 0);
+  json_object *objects = read_json("o.json"), *code = read_json("c.json");
+  json_object *rows = field(objects, "objects");
+  json_object *first = allocated_at(rows, "reuse_block.c", "the first block */");
+  json_object *second = allocated_at(rows, "reuse_block.c", "the second block */");
+  assert_string_equal(json_object_get_string(field(first, "address")),
+                      json_object_get_string(field(second, "address")));
+  /* each block's accesses are its lines' (the second's and a few of free's own writes) */
+  json_object *lines = field(code, "lines");
+  int writes = test_program_line("reuse_block.c", "the first block's writes");
+  int reads = test_program_line("reuse_block.c", "the second block's reads");
+  int64_t write_accesses = -1, read_accesses = -1;
+  for (size_t i = 0; i < json_object_array_length(lines); i++) {
+    json_object *row = json_object_array_get_idx(lines, i), *file = NULL;
+    json_object_object_get_ex(row, "file", &file);
+    if (!file || !strstr(json_object_get_string(file), "reuse_block.c")) continue;
+    int line = json_object_get_int(field(row, "line"));
+    if (line == writes) write_accesses = json_object_get_int64(field(row, "accesses"));
+    if (line == reads) read_accesses = json_object_get_int64(field(row, "accesses"));
+  }
+  assert_true(write_accesses > 0 && read_accesses > 0);
+  assert_int_equal(json_object_get_int64(field(first, "accesses")), write_accesses);
+  assert_in_range(json_object_get_int64(field(second, "accesses")), read_accesses,
+                  read_accesses + 8);
+  json_object_put(objects);
+  json_object_put(code);
+  /* the objects survive a copy of the trace; a din trace has none, and says so */
+  assert_int_equal(test_memsnap_in(dir, "convert r.mtr r2.mtr"), 0);
+  assert_int_equal(
+      test_run(
+          "cd '%s' && '%s' info --json r.mtr | grep -A4 '\"objects\"' > i1 && "
+          "'%s' info --json r2.mtr | grep -A4 '\"objects\"' > i2 && test -s i1 && cmp -s i1 i2",
+          dir, test_env("MEMSNAP"), test_env("MEMSNAP")),
+      0);
+  /* a trace recorded without --objects has none either, and the same accesses as
+   * Cachegrind counts (the allocation wrappers' library costs the loader some) */
+  assert_int_equal(test_memsnap_in(dir, "record -q -o plain.mtr -- '%s'", kernel), 0);
+  assert_int_equal(test_memsnap_in(dir, "info --json plain.mtr"), 0);
+  out = test_read_in(dir, "out");
+  assert_null(strstr(out, "\"objects\""));
+  free(out);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem --by object plain.mtr"), 0);
+  out = test_read_in(dir, "out");
+  assert_non_null(strstr(out, "--objects"));
+  free(out);
+  assert_int_equal(test_memsnap_in(dir, "convert r.mtr r.din"), 0);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem --by object r.din"), 0);
+  out = test_read_in(dir, "out");
+  assert_non_null(strstr(out, "no data objects"));
+  free(out);
+}
+
 static void bad_input_writes_no_report(void **state) {
   (void)state;
   record_once();
@@ -178,6 +300,7 @@ static void bad_input_writes_no_report(void **state) {
   assert_non_null(strstr(err, "--level 4"));
   free(err);
   assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem -H nehalem t.mtr"), 2);
+  assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem --by colour t.mtr"), 2);
   assert_int_equal(test_memsnap_in(dir, "annotate t.mtr"), 2);
   assert_int_equal(test_memsnap_in(dir, "annotate -H nehalem missing.mtr"), 1);
   err = test_read_in(dir, "err");
@@ -190,6 +313,8 @@ int main(void) {
       cmocka_unit_test(rows_add_up_to_the_simulation),
       cmocka_unit_test(misses_belong_to_the_array_that_makes_them),
       cmocka_unit_test(text_shows_the_hot_source_lines),
+      cmocka_unit_test(objects_add_up_and_hold_their_misses),
+      cmocka_unit_test(freed_and_reallocated_objects_are_told_apart),
       cmocka_unit_test(bad_input_writes_no_report),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

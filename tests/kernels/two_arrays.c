@@ -21,7 +21,8 @@ __attribute__((noinline)) static double gather(const double *b, const unsigned *
 
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 65536;
-  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  double *a = malloc(n * sizeof *a); /* a's allocation */
+  double *b = malloc(n * sizeof *b); /* b's allocation */
   unsigned *idx = malloc(n * sizeof *idx);
   if (!a || !b || !idx || n < 1) return 1;
   unsigned x = 12345;

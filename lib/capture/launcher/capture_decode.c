@@ -159,10 +159,41 @@ static int fill(capture_source *cs, size_t need) {
 
 static char *dup_nonempty(const char *s) { return s && *s ? strdup(s) : NULL; }
 
+typedef struct static_context {
+  capture_source *cs;
+  const char *object;
+} static_context;
+
+static int add_static(void *context, uint64_t address, uint64_t size, const char *name) {
+  static_context *c = context;
+  ms_stream_info *info = &c->cs->base.info;
+  ms_object_event event = {.index = c->cs->delivered + c->cs->filling,
+                           .address = address,
+                           .size = size,
+                           .site = MS_SITE_NONE,
+                           .kind = MS_OBJECT_STATIC,
+                           .name = name,
+                           .object = c->object};
+  return ms_object_table_add(info->objects, &event);
+}
+
+/* A new object's global and static variables, from the point of the stream where its
+ * first site appears (its code runs before its data is touched, as a rule). With data
+ * objects only (Valgrind path: the runtime's programs record no allocations). */
+static int add_statics(capture_source *cs, const char *path, uint64_t bias) {
+  if (!cs->capture_objects || cs->rt_layout) return MS_OK;
+  if (!cs->base.info.objects && !(cs->base.info.objects = ms_object_table_new()))
+    return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
+  static_context context = {cs, path};
+  return capture_data_symbols(path, bias, add_static, &context);
+}
+
 static int remember_object(capture_source *cs, const char *path, uint64_t bias) {
   if (!path || path[0] != '/') return MS_OK; /* vdso, JIT code: nothing to read */
   for (size_t i = 0; i < cs->object_count; i++)
     if (strcmp(cs->objects[i].path, path) == 0) return MS_OK;
+  int rc = add_statics(cs, path, bias);
+  if (rc < 0) return rc;
   if (cs->object_count == cs->object_capacity) {
     size_t capacity = cs->object_capacity ? 2 * cs->object_capacity : 16;
     object_bias *grown = realloc(cs->objects, capacity * sizeof *grown);
@@ -401,6 +432,26 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
   } else if (tag == TAG_FORK && !cs->rt_layout) {
     info->children++;
     info->flags |= MS_STREAM_CHILDREN;
+  } else if ((tag == TAG_ALLOC || tag == TAG_FREE) && !cs->rt_layout) {
+    size_t extra = unit_extra(cs->rt_layout, b);
+    if (tag == TAG_ALLOC && (extra != 1 || UNIT > (size_t)(cs->chunk_end - p - UNIT)))
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: bad allocation record");
+    if (tag == TAG_ALLOC && cs->site_base + site >= ms_site_table_count(info->sites))
+      return ms_error_set(MS_ERR_FORMAT, "capture channel: allocation names undefined site %u",
+                          site);
+    if (!info->objects && !(info->objects = ms_object_table_new()))
+      return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
+    unsigned kind = (unsigned)(b & 0xff);
+    ms_object_event event = {.index = cs->delivered + cs->filling,
+                             .address = a,
+                             .size = tag == TAG_ALLOC ? read_u64(p + UNIT) : 0,
+                             .site = tag == TAG_ALLOC ? cs->site_base + site : MS_SITE_NONE,
+                             .thread = cs->thread,
+                             .kind = (uint8_t)(kind <= MS_OBJECT_MAP ? kind : MS_OBJECT_HEAP),
+                             .freed = tag == TAG_FREE};
+    int rc = ms_object_table_add(info->objects, &event);
+    if (rc < 0) return rc;
+    return tag == TAG_ALLOC ? 2 : 1;
   } else {
     return ms_error_set(MS_ERR_FORMAT, "capture channel: unknown record tag 0x%x", tag);
   }
@@ -544,6 +595,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
     size_t bytes = UNIT;
     int is_access;
     if (rt) {
+      cs->filling = count;
       is_access = rt_record(cs, p, &site_count, &access, &bytes);
       if (is_access < 0) return is_access;
     } else {
@@ -561,6 +613,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
                              .size = (uint8_t)b,
                              .kind = (uint8_t)tag};
       } else {
+        cs->filling = count;
         long taken = control_unit(cs, p, &site_count);
         if (taken < 0) return (int)taken;
         bytes = (size_t)taken * UNIT;
@@ -580,6 +633,7 @@ static int capture_next(ms_source *source, ms_batch *batch) {
     out[count++] = access;
   }
   batch->count = count;
+  cs->delivered += count;
   return (int)count;
 }
 

@@ -55,10 +55,13 @@ typedef struct capture_source {
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
   uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
+  int capture_objects;  /* data objects captured (Valgrind path, ms_capture_options.objects) */
   int sample_recording;
   uint64_t sample_left;   /* accesses left in the current phase */
   uint16_t thread;        /* thread of the accesses that follow */
   uint64_t accesses_read; /* access records received, sampled out or not */
+  uint64_t delivered;     /* accesses handed out in the batches before this one */
+  size_t filling;         /* accesses of the batch being filled, before the unit at hand */
   /* Valgrind's own messages (--log-fd): read end of their pipe (-1: none, or closed), where
    * they go, and what the diagnosis of a Valgrind that gave up needs of them: the first
    * line (its "==pid== " cut off) and whether they speak of debug information. */
@@ -86,5 +89,14 @@ int capture_expect_hello(capture_source *cs, const char *program);
 /* capture_spawn.c: waits for the child to end (status -1 if waitpid failed) and stops
  * forwarding signals to it. */
 void capture_wait_child(capture_source *cs, int *status);
+
+/* symbols/data_symbols.c: `emit` for each global or static variable of the ELF file at
+ * `path` (STT_OBJECT with a size, .symtab else .dynsym; one name per address), at its
+ * address plus `bias`, in address order. 0 (also for a file that cannot be read), or the
+ * first negative status of `emit`. */
+int capture_data_symbols(const char *path, uint64_t bias,
+                         int (*emit)(void *context, uint64_t address, uint64_t size,
+                                     const char *name),
+                         void *context);
 
 #endif

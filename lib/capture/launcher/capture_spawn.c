@@ -368,6 +368,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   }
   rc = init_info(cs, argc, argv, program, via == MS_CAPTURE_RT ? "rt" : "valgrind", options);
   cs->sampling = via == MS_CAPTURE_VALGRIND && (cs->base.info.flags & MS_STREAM_SAMPLED);
+  cs->capture_objects = via == MS_CAPTURE_VALGRIND && options && options->objects;
 
   int channel[2] = {-1, -1}, credit[2] = {-1, -1}, log[2] = {-1, -1}, shm = -1;
   char **env = NULL;
@@ -395,7 +396,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   if (rc == 0) {
     env = via == MS_CAPTURE_RT ? rt_environment(channel[1], shm, credit[1], options)
                                : child_environment(tool_dir);
-    child_argv = calloc((size_t)argc + 10, sizeof *child_argv);
+    child_argv = calloc((size_t)argc + 12, sizeof *child_argv);
     if (!env || !child_argv) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
   char options_text[5][40];
@@ -415,7 +416,12 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
     snprintf(options_text[4], sizeof options_text[4], "--log-fd=%d", log[1]);
     int n = 0;
     child_argv[n++] = (char *)"valgrind";
-    child_argv[n++] = (char *)"--tool=memsnap";
+    /* memsnapobj is the same tool under a second name, the one with a preload library
+     * (Valgrind loads VALGRIND_LIB/vgpreload_TOOL-PLATFORM.so when it exists): the
+     * allocation wrappers */
+    int objects = options && options->objects;
+    child_argv[n++] = (char *)(objects ? "--tool=memsnapobj" : "--tool=memsnap");
+    if (objects) child_argv[n++] = (char *)"--memsnap-objects=yes";
     if (!options || options->quiet) child_argv[n++] = (char *)"-q";
     if (!options || !options->no_follow_exec) child_argv[n++] = (char *)"--trace-children=yes";
     for (int i = 0; i < 5; i++)

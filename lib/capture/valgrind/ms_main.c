@@ -77,6 +77,7 @@
 #include "pub_tool_machine.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
+#include "pub_tool_stacktrace.h"
 #include "pub_tool_threadstate.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_vkiscnums.h"
@@ -122,6 +123,7 @@ static Long clo_shm = -1;
 static Long clo_credit = -1;
 static Long clo_slots = 0;
 static const HChar *clo_out = NULL;
+static Bool clo_objects = False; /* anonymous mappings too (the preload library wraps malloc) */
 
 static Bool ms_process_cmd_line_option(const HChar *arg) {
   if VG_INT_CLO (arg, "--memsnap-fd", clo_fd) {
@@ -129,6 +131,7 @@ static Bool ms_process_cmd_line_option(const HChar *arg) {
   } else if VG_INT_CLO (arg, "--memsnap-credit", clo_credit) {
   } else if VG_BINT_CLO (arg, "--memsnap-slots", clo_slots, 2, 1024) {
   } else if VG_STR_CLO (arg, "--memsnap-out", clo_out) {
+  } else if VG_BOOL_CLO (arg, "--memsnap-objects", clo_objects) {
   } else
     return False;
   return True;
@@ -140,7 +143,9 @@ static void ms_print_usage(void) {
    "    --memsnap-out=PATH       write records to PATH (file or FIFO)\n"
    "    --memsnap-shm=M --memsnap-credit=C --memsnap-slots=S\n"
    "                             fast mode: records in S 1 MiB slots of shared\n"
-   "                             memory file M, credits back on socket C\n");
+   "                             memory file M, credits back on socket C\n"
+   "    --memsnap-objects=yes    data objects: anonymous mappings (run as memsnapobj,\n"
+   "                             whose preload library wraps the allocation functions)\n");
 }
 
 static void ms_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
@@ -386,6 +391,100 @@ static UInt site_of(Addr pc) {
 }
 
 /*------------------------------------------------------------*/
+/*--- Data objects                                         ---*/
+/*------------------------------------------------------------*/
+
+/* The preload library's text (vgpreload_memsnap, ms_preload.c), whose instructions are
+ * not instrumented: its wrappers add no accesses to the trace. Found once its debug info
+ * is loaded; [0, 0) until then. */
+static Addr preload_low = 0, preload_high = 0;
+
+static void find_preload(void) {
+  if (preload_high) return;
+  for (const DebugInfo *d = VG_(next_DebugInfo)(NULL); d; d = VG_(next_DebugInfo)(d)) {
+    const HChar *name = VG_(DebugInfo_get_filename)(d);
+    if (name && VG_(strstr)(name, "vgpreload_memsnap")) {
+      preload_low = VG_(DebugInfo_get_text_avma)(d);
+      preload_high = preload_low + VG_(DebugInfo_get_text_size)(d);
+      return;
+    }
+  }
+}
+
+/* Whether pc is in libc, libstdc++, libgcc_s, the loader or a Valgrind preload library:
+ * code that allocates on behalf of its caller. */
+static Bool in_system_object(DiEpoch epoch, Addr pc) {
+  ULong bias;
+  const HChar *object = object_of(epoch, pc, &bias);
+  if (!object) return False;
+  const HChar *base = VG_(strrchr)(object, '/');
+  base = base ? base + 1 : object;
+  return VG_(strncmp)(base, "libc.so", 7) == 0 || VG_(strncmp)(base, "libstdc++", 9) == 0 ||
+         VG_(strncmp)(base, "libgcc_s", 8) == 0 || VG_(strncmp)(base, "ld-linux", 8) == 0 ||
+         VG_(strncmp)(base, "vgpreload_", 10) == 0;
+}
+
+/* The site of the call that allocates: the first return address, from frame `first` on,
+ * outside the system objects (operator new's caller, not operator new), minus one so that
+ * it falls in the call instruction; the innermost one if all are system code. */
+#define CALLER_FRAMES 8
+#define CALLER_CACHE 1024 /* the site of an allocating call, by its callee's return address */
+static struct {
+  Addr from;
+  UInt site;
+} caller_cache[CALLER_CACHE];
+
+/* `from`: the return address of the frame above `first` when the caller knows it (the
+ * preload's wrappers pass theirs), else 0. */
+static UInt call_site(ThreadId tid, UInt first, Addr from) {
+  Addr ips[CALLER_FRAMES];
+  /* most allocations come from few calls: the return address names the call when the
+   * program made it, and the walk (an unwinding of the stack, a debug info lookup per frame)
+   * is done once per call (bench/run-objects.sh measures what capturing allocations costs) */
+  UInt slot = (UInt)((from >> 1) * 2654435761u) % CALLER_CACHE;
+  if (from && caller_cache[slot].from == from) return caller_cache[slot].site;
+  UInt n = VG_(get_StackTrace)(tid, ips, CALLER_FRAMES, NULL, NULL, 0);
+  if (n <= first) return 0xFFFFFFFFu;
+  DiEpoch epoch = VG_(current_DiEpoch)();
+  UInt pick = first;
+  for (UInt i = first; i < n; i++)
+    if (!in_system_object(epoch, ips[i] - 1)) {
+      pick = i;
+      break;
+    }
+  UInt site = site_of(ips[pick] - 1);
+  if (from && pick == first && ips[first] == from) { /* a call from the program itself */
+    caller_cache[slot].from = from;
+    caller_cache[slot].site = site;
+  }
+  return site;
+}
+
+/* ALLOC (with its size in a payload unit) or FREE of the object at `address`. */
+static void emit_object(UInt tag, Addr address, ULong size, UInt kind, UInt site) {
+  if (out_fd < 0) return;
+  if (tag == TAG_ALLOC) {
+    if (buffer_end - buffer_pos <= 2) flush_buffer(); /* keep it in one slot */
+    put_unit(address, pack(site, TAG_ALLOC, kind, 1));
+    put_unit(size, 0);
+  } else {
+    put_unit(address, pack(0, TAG_FREE, kind, 0));
+  }
+}
+
+static Bool ms_handle_client_request(ThreadId tid, UWord *args, UWord *ret) {
+  if ((args[0] & 0xffff0000u) != (MS_REQ_ALLOC & 0xffff0000u)) return False;
+  *ret = 0;
+  if (args[0] == MS_REQ_ALLOC)
+    emit_object(TAG_ALLOC, args[1], args[2], 0 /* MS_OBJECT_HEAP */, call_site(tid, 1, args[3]));
+  else if (args[0] == MS_REQ_FREE)
+    emit_object(TAG_FREE, args[1], 0, 0, 0);
+  else
+    return False;
+  return True;
+}
+
+/*------------------------------------------------------------*/
 /*--- Instrumentation                                      ---*/
 /*------------------------------------------------------------*/
 
@@ -469,20 +568,26 @@ static IRSB *ms_instrument(VgCallbackClosure *closure, IRSB *sb_in, const VexGue
     addStmtToIRSB(sb, sb_in->stmts[i++]);
 
   events_used = 0;
+  find_preload();
   Addr pc = 0;
   UInt instruction = 0;
-  Bool have_site = False;
+  Bool have_site = False, skip = False;
   UInt site = 0;
 #define SITE() (have_site ? site : (have_site = True, site = site_of(pc)))
 
   for (; i < sb_in->stmts_used; i++) {
     IRStmt *st = sb_in->stmts[i];
     if (!st || st->tag == Ist_NoOp) continue;
+    if (skip && st->tag != Ist_IMark) { /* the preload library's own accesses */
+      addStmtToIRSB(sb, st);
+      continue;
+    }
     switch (st->tag) {
     case Ist_IMark:
       pc = (Addr)st->Ist.IMark.addr;
       instruction++;
       have_site = False;
+      skip = pc >= preload_low && pc < preload_high;
       break;
     case Ist_WrTmp: {
       IRExpr *data = st->Ist.WrTmp.data;
@@ -683,6 +788,8 @@ static Bool can_follow(const HChar *path) {
  * tells the two apart. */
 static void ms_pre_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count) {
   (void)tid, (void)arg_count;
+  if (syscall_number == __NR_munmap && clo_objects && out_fd >= 0) /* ends what it knows */
+    emit_object(TAG_FREE, args[0], 0, 1 /* MS_OBJECT_MAP */, 0);
   if (syscall_number != __NR_execve && syscall_number != __NR_execveat) return;
   if (out_fd >= 0) put_unit(0, pack(0, TAG_EXEC, 0, 0));
   flush_buffer();
@@ -697,7 +804,16 @@ static void ms_pre_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt 
  * say so. Seen in the parent only (the child's result is 0). */
 static void ms_post_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt arg_count,
                             SysRes result) {
-  (void)tid, (void)arg_count;
+  (void)arg_count;
+  /* an anonymous mapping the program asked for itself (mmap called from outside libc: not
+   * malloc's own arenas, whose blocks are heap objects) */
+  if (syscall_number == __NR_mmap && clo_objects && !sr_isError(result) &&
+      (args[3] & VKI_MAP_ANONYMOUS) && out_fd >= 0) {
+    Addr ips[2];
+    if (VG_(get_StackTrace)(tid, ips, 2, NULL, NULL, 0) == 2 &&
+        !in_system_object(VG_(current_DiEpoch)(), ips[1] - 1))
+      emit_object(TAG_ALLOC, sr_Res(result), args[1], 1 /* MS_OBJECT_MAP */, call_site(tid, 1, 0));
+  }
   if ((syscall_number == __NR_execve || syscall_number == __NR_execveat) && sr_isError(result)) {
     set_close_on_exec(True); /* the exec failed: this image goes on (follow_exec) */
     if (exec_not_followed) VG_(clo_trace_children) = True; /* the next one may be followed */
@@ -727,6 +843,7 @@ static void ms_pre_clo_init(void) {
   VG_(track_pre_thread_ll_create)(ms_thread_created);
   VG_(atfork)(NULL, NULL, ms_forked_child);
   VG_(needs_syscall_wrapper)(ms_pre_syscall, ms_post_syscall);
+  VG_(needs_client_requests)(ms_handle_client_request);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(ms_pre_clo_init)
