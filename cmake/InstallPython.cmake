@@ -20,8 +20,9 @@ foreach(name LIBRARY VALGRIND_LIB)
   endif()
 endforeach()
 
+# file(INSTALL) prepends DESTDIR itself; file(WRITE) does not.
+file(INSTALL ${MEMSNAP_PYTHON_SOURCES} DESTINATION "${site_dir}/memsnap")
 set(package_dir "$ENV{DESTDIR}${site_dir}/memsnap")
-file(INSTALL ${MEMSNAP_PYTHON_SOURCES} DESTINATION "${package_dir}")
 message(STATUS "Installing: ${package_dir}/_config.py")
 file(WRITE "${package_dir}/_config.py" "# Written by `make install` (cmake/InstallPython.cmake).
 LIBRARY = ${LIBRARY_LINE}
