@@ -75,7 +75,7 @@ class Source:
     """A stream of accesses opened by memsnap.open(): read it by batches (next_batch, or
     iteration), ask what it is (info) and where its accesses come from (site). Not safe to
     share between threads. Close it (close(), or a with block) to free the library's
-    source at once; a live program still running is then ended by the library."""
+    source at once; a live program still running is then killed (SIGKILL)."""
 
     def __init__(self, pointer, input_path, keep_alive):
         self._source = pointer
@@ -207,7 +207,8 @@ class Source:
         return self._source
 
     def close(self):
-        """Frees the library's source (and its batch); further use raises ValueError."""
+        """Frees the library's source (and its batch), killing a live program still running;
+        further use raises ValueError."""
         if self._source:
             lib.ms_batch_free(ctypes.byref(self._batch))
             lib.ms_source_destroy(self._source)

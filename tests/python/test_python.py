@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -136,23 +137,36 @@ class Traces(unittest.TestCase):
                                  [expected["accesses_by_kind"][n] for n in memsnap.KIND_NAMES])
 
     def test_live_program(self):
-        with memsnap.open(argv=THREADS4) as source:
+        with memsnap.open(argv=STREAM_ADD) as source:
             self.assertIsNone(source.info["input"])
             accesses = read_all(source)
             info = source.info
         self.assertEqual(info["exit_status"], 0)
-        self.assertEqual(info["threads"], self.threaded_info["threads"])  # main and 4 workers
         self.assertEqual(info["capture"], "valgrind")
-        self.assertEqual(info["argv"], THREADS4)
-        # the same program as the recorded trace: the same accesses per kind
+        self.assertEqual(info["argv"], STREAM_ADD)
+        # the same single-threaded program, path and environment as the recorded trace:
+        # the same accesses per kind
         kinds = np.bincount(accesses["kind"], minlength=3)
         self.assertEqual({name: int(kinds[k]) for k, name in enumerate(memsnap.KIND_NAMES)},
-                         self.threaded_info["accesses_by_kind"])
+                         self.info["accesses_by_kind"])
+        with memsnap.open(argv=THREADS4) as source:
+            self.assertEqual(len(np.unique(read_all(source)["thread"])), 5)  # main, 4 workers
+            self.assertEqual(source.info["threads"], 5)
+
+    def test_live_program_closed_early(self):
+        # spin runs until killed (60 s at most): closing its source ends it at once
+        start = time.monotonic()
+        live = memsnap.open(argv=[os.path.join(KERNELS, "spin"), "60"])
+        self.assertEqual(len(live.next_batch(1000)), 1000)
+        live.close()
+        self.assertLess(time.monotonic() - start, 30)
+        with self.assertRaises(ValueError):
+            live.info
 
     # ---- simulation ----
 
-    def sim_json(self, path, *hierarchies):
-        arguments = ["sim", "--json", "--top", "0"]
+    def sim_json(self, path, *hierarchies, model="memsnap"):
+        arguments = ["sim", "--json", "--top", "0", "--model", model]
         for hierarchy in hierarchies:
             arguments += ["-H", hierarchy]
         return json.loads(memsnap_cli(*arguments, path))["hierarchies"]
@@ -178,6 +192,13 @@ class Traces(unittest.TestCase):
         several = ["nehalem", "32k/64/8,256KiB/64/8", "hpcmo-07"]
         self.assertSameSimulation(memsnap.simulate(self.trace, several),
                                   self.sim_json(self.trace, *several))
+        self.assertSameSimulation(memsnap.simulate(self.trace, "evaluation"),
+                                  self.sim_json(self.trace, "evaluation"))
+        self.assertSameSimulation(memsnap.simulate(self.threaded, "nehalem", model="cachegrind"),
+                                  self.sim_json(self.threaded, "nehalem", model="cachegrind"))
+        table = memsnap_cli("hierarchies").split("\n\n")[0].splitlines()[1:]
+        self.assertEqual([entry[0] for entry in memsnap.hierarchies()],
+                         [line.split()[0] for line in table])
 
     def test_simulate_a_source_from_where_it_stands(self):
         # Cachegrind's model counts one L1 access per access: the simulation of a source
