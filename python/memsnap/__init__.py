@@ -103,7 +103,8 @@ class Source:
 
     def next_batch(self, n=BATCH_SIZE):
         """The next accesses of the stream, n of them (fewer only at the end), as a numpy
-        array of ACCESS_DTYPE; None once the stream has ended (never an empty array)."""
+        array of ACCESS_DTYPE; None once the stream has ended (never an empty array).
+        Damaged input raises MemsnapError, and the accesses this call had read are lost."""
         if n < 1:
             raise ValueError("next_batch: n must be at least 1")
         self._open_source()
@@ -118,7 +119,8 @@ class Source:
             if count == 0:
                 break
             take = min(count, n - filled)
-            ctypes.memmove(out.ctypes.data + filled * _RECORD, self._batch_address(), take * _RECORD)
+            ctypes.memmove(out.ctypes.data + filled * _RECORD, self._batch_address(),
+                           take * _RECORD)
             filled += take
             if take < count:
                 self._pending = np.empty(count - take, ACCESS_DTYPE)
