@@ -2,10 +2,11 @@
 # Installs memsnap into a temporary prefix and uses it from a clean environment
 # (env -i PATH=/usr/bin:/bin, no LD_LIBRARY_PATH): the installed memsnap records a program
 # with the installed Valgrind tool and simulates the trace; a C and a C++ program built with
-# nothing but `pkg-config --cflags --libs memsnap` read that trace through libmemsnap.so.
-# usage: test_install.sh BUILD_DIR SOURCE_DIR CMAKE CC CXX LIBDIR
+# nothing but `pkg-config --cflags --libs memsnap` read that trace through libmemsnap.so;
+# the installed Python module reads it too and observes a program.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR CMAKE CC CXX LIBDIR PYTHON3
 set -euo pipefail
-build=$1 source=$2 cmake=$3 cc=$4 cxx=$5 libdir=$6
+build=$1 source=$2 cmake=$3 cc=$4 cxx=$5 libdir=$6 python3=$7
 work=$(mktemp -d "${TMPDIR:-/tmp}/memsnap-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
@@ -64,4 +65,29 @@ for program in count_c count_cxx; do
   got=$(clean "./$program" "$work/env.mtr") || fail "$program did not run"
   [ "$got" = "$accesses" ] || fail "$program counted $got accesses, memsnap info $accesses"
 done
-echo "installed memsnap: record, sim, and C and C++ programs through pkg-config: $accesses accesses"
+# The Python module lies where python3 looks for the packages of the prefix: for the
+# prefix /usr/local, in a folder of python3's own path. The temporary prefix is on no path,
+# so the script adds its folder; the library and the Valgrind tool it finds by itself.
+package_dir=$(cd "$prefix" && find . -path '*/memsnap/_config.py' | sed 's|^\./||; s|/memsnap/_config.py$||')
+[ -n "$package_dir" ] || fail "no memsnap Python package under $prefix"
+clean "$python3" -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "/usr/local/$package_dir" ||
+  fail "the Python package went to $prefix/$package_dir: /usr/local/$package_dir is not on python3's path"
+clean "$python3" - "$prefix/$package_dir" "$work/env.mtr" "$accesses" "$prefix/$libdir" \
+  > "$work/python.out" 2> "$work/python.err" <<'SCRIPT' || { cat "$work/python.err"; fail "the installed Python module"; }
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import memsnap
+library = memsnap._capi.lib._name
+assert os.path.dirname(library) == sys.argv[4], "loaded " + library
+with memsnap.open(sys.argv[2]) as trace:
+    counted = sum(len(batch) for batch in trace)
+assert counted == int(sys.argv[3]), "counted %d accesses" % counted
+with memsnap.open(argv=["/usr/bin/env"]) as live:
+    observed = sum(len(batch) for batch in live)
+    assert observed > 0 and live.info["exit_status"] == 0, live.info
+SCRIPT
+tool_dir=$(sed -n 's/^VALGRIND_LIB=//p' "$work/python.out")
+[ -n "$tool_dir" ] && [ "$(realpath "$tool_dir")" = "$(realpath "$prefix/libexec/memsnap/valgrind")" ] ||
+  fail "the installed Python module did not use the installed Valgrind tool: VALGRIND_LIB=$tool_dir"
+
+echo "installed memsnap: record, sim, C and C++ programs through pkg-config, Python: $accesses accesses"
