@@ -49,7 +49,8 @@ class StreamInfo(Structure):
                 ("arch", c_char_p), ("capture", c_char_p), ("thread_count", c_uint32),
                 ("access_count", c_uint64), ("flags", c_uint32), ("sample_on", c_uint64),
                 ("sample_off", c_uint64), ("exit_status", c_int), ("children", c_uint32),
-                ("execs", c_uint32), ("capture_failure", c_char_p), ("sites", c_void_p)]
+                ("execs", c_uint32), ("capture_failure", c_char_p), ("sites", c_void_p),
+                ("objects", c_void_p)]
 
 
 class SourceStruct(Structure):
@@ -72,7 +73,7 @@ SourceStruct._fields_ = [("ops", POINTER(SourceOps)), ("info", StreamInfo)]
 class CaptureOptions(Structure):
     _fields_ = [("tool_dir", c_char_p), ("quiet", c_int), ("via", c_int),
                 ("sample_on", c_uint64), ("sample_off", c_uint64), ("no_follow_exec", c_int),
-                ("tool_messages", c_void_p), ("tool_messages_context", c_void_p)]
+                ("objects", c_int), ("tool_messages", c_void_p), ("tool_messages_context", c_void_p)]
 
 
 class OpenOptions(Structure):
