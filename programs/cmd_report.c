@@ -4,10 +4,13 @@
  * One self-contained page (HTML, inline CSS and SVG, a few lines of inline script) of what
  * memsnap knows of each input, or the same numbers as JSON. Per input, in one pass over its
  * accesses: the hit rates of the 46 evaluation hierarchies (sim), the sites with most misses
- * per level of one more hierarchy (sim), the cache surface (surface) and the memory
- * signature's reuse CDF and alpha values (signature). A profile also lists its sites with
- * their patterns (as `memsnap show` does); a signature (.sig) holds no accesses: its page
- * has its CDF, its alpha values and the surface derived from it.
+ * per level of one more hierarchy (sim), and the memory signature (signature) with the
+ * reuse CDFs of every width from its word to its line: its CDFs and alpha values, and, as
+ * those CDFs are the rows of the cache surface at depths 2^0..2^16 counted as `memsnap
+ * surface` counts them, the surface itself for the cost of one surface computation. A
+ * profile also lists its sites with their patterns (as `memsnap show` does); a signature
+ * (.sig) holds no accesses: its page has its CDFs, alpha values and surface (measured if it
+ * has its widths' CDFs, derived from the CDF and alphas otherwise).
  *
  * The numbers are gathered first as one JSON object per input (what --json prints); the
  * page is drawn from those objects (report_html.c), so that both always agree.
@@ -20,8 +23,8 @@
 
 #include "cli.h"
 #include "locality_cli.h"
-#include "memsnap/input.h"
 #include "memsnap/evaluation.h"
+#include "memsnap/input.h"
 #include "memsnap/psnap.h"
 #include "report.h"
 #include "report_html.h"
@@ -40,8 +43,9 @@ static void usage(FILE *to) {
           "  -H, --hierarchy H   the hierarchy whose sites with most misses are listed per\n"
           "                      level (default nehalem; a catalog name or size/line/ways,...)\n"
           "  --top N             sites listed per level, and profile sites (default 10)\n"
-          "  --shards RATE       cache surface by SHARDS sampling at RATE in (0,1), e.g. 0.01\n"
-          "                      (default: exact, 30-40x a simulation pass on long traces)\n");
+          "  --shards RATE       the narrower widths' reuse CDFs (the cache surface) by SHARDS\n"
+          "                      sampling at RATE in (0,1), e.g. 0.01 (default: exact, which\n"
+          "                      takes most of the time on long traces)\n");
 }
 
 typedef struct report_options {
@@ -246,7 +250,7 @@ static json_object *profile_json(const ms_psnap_profile *p, int top) {
 /* ---- one input ---- */
 
 /* The analyses run over an input's accesses in one pass. */
-enum { EVALUATION, SITES, SURFACE, SIGNATURE, ANALYSES };
+enum { EVALUATION, SITES, SIGNATURE, ANALYSES };
 
 static int new_analyses(const char *command, const report_options *o, ms_analysis **a) {
   ms_hierarchy_config configs[MS_EVALUATION_COUNT], sites_config;
@@ -254,22 +258,67 @@ static int new_analyses(const char *command, const report_options *o, ms_analysi
     cli_error(command, "--hierarchy: %s", ms_error_message());
     return 2;
   }
-  ms_surface_config surface;
-  ms_surface_config_default(&surface);
-  if (o->shards > 0) surface.sample_rate = o->shards;
+  /* the narrower widths' reuse CDFs too: the cache surface, as memsnap surface counts it */
   ms_signature_config signature;
   ms_signature_config_default(&signature);
+  signature.widths = o->shards > 0 ? o->shards : 1;
   ms_signature_sampling no_sampling = {0, 0, 0, 0};
   if (ms_evaluation_configs(configs) < 0 ||
       ms_sim_analysis_new(configs, MS_EVALUATION_COUNT, 0, &a[EVALUATION]) < 0 ||
       ms_sim_analysis_new(&sites_config, 1, o->top, &a[SITES]) < 0 ||
-      ms_surface_analysis_new(&surface, (ms_analysis_sampling){0, 0}, &a[SURFACE]) < 0 ||
       ms_signature_analysis_new(&signature, &no_sampling, &a[SIGNATURE]) < 0)
     return cli_fail(command);
   return 0;
 }
 
-/* Adds to `object` the input's kind and the results of the analyses; 0 or an exit status. */
+/* The cache surface of a signature with the reuse CDFs of its narrower widths (signature
+ * --widths, or the report's own): those rows and the maximal width's CDF, counted as
+ * `memsnap surface` counts them (memsnap/signature.h). Without them, the surface derived
+ * from the CDF and the alpha values (ms_signature_to_surface). *measured says which. */
+static int signature_surface(const ms_signature *signature, ms_surface *surface, int *measured) {
+  *measured = signature->widths > 0 && signature->bin_count > 0 &&
+              signature->levels + 1 <= MS_SURFACE_MAX_WIDTHS;
+  if (!*measured) return ms_signature_to_surface(signature, surface);
+  memset(surface, 0, sizeof *surface);
+  surface->width_count = signature->levels + 1;
+  surface->depth_count = MS_SIGNATURE_DEPTHS;
+  for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++)
+    surface->depths[k] = 1ull << k;
+  for (int level = 0; level <= signature->levels; level++) {
+    int widest = level == signature->levels;
+    double references = widest ? signature->bins[0].references : signature->width_references[level];
+    surface->widths[level] = signature->word << level;
+    surface->references[level] = (uint64_t)references;
+    for (int k = 0; k < MS_SIGNATURE_DEPTHS; k++) {
+      double hits = widest ? signature->bins[0].hits[k] : signature->width_hits[level][k];
+      surface->hit_rate[level][k] = references > 0 ? hits / references : 0;
+    }
+  }
+  surface->accesses = signature->accesses_seen;
+  surface->sample_rate = signature->widths < 1 ? signature->widths : 1;
+  return 0;
+}
+
+/* Adds "surface" and "signature" (its whole-program bin) to `object`; 0 or 1. */
+static int add_signature(const char *command, json_object *object, const ms_signature *signature) {
+  static ms_surface surface;
+  int measured;
+  if (signature_surface(signature, &surface, &measured) < 0) return cli_fail(command);
+  json_object *surface_object = surface_json(command, &surface), *widths;
+  if (!surface_object) return 1;
+  json_object_object_add(surface_object, "from_signature",
+                         json_object_new_string(measured ? "measured" : "derived"));
+  /* no reuse histogram: the signature's CDFs are cumulative counts */
+  if (json_object_object_get_ex(surface_object, "widths", &widths))
+    for (size_t i = 0; i < json_object_array_length(widths); i++)
+      json_object_object_del(json_object_array_get_idx(widths, i), "reuse_histogram");
+  json_object_object_add(object, "surface", surface_object);
+  json_object *whole = signature_json(command, signature);
+  json_object_object_add(object, "signature", whole);
+  return whole ? 0 : 1;
+}
+
+/* Adds to `object` the results of the analyses; 0 or an exit status. */
 static int add_results(const char *command, json_object *object, ms_analysis **a,
                        const ms_stream_info *info) {
   json_object *evaluation = analysis_json(command, a[EVALUATION], info), *hierarchies;
@@ -278,13 +327,33 @@ static int add_results(const char *command, json_object *object, ms_analysis **a
     json_object_object_add(object, "hierarchies", json_object_get(hierarchies));
   json_object_put(evaluation);
   json_object *sites = sites_json(command, a[SITES], info);
-  json_object *surface = sites ? analysis_json(command, a[SURFACE], info) : NULL;
-  json_object *signature =
-      surface ? signature_json(command, ms_analysis_result(a[SIGNATURE])) : NULL;
+  if (!sites) return 1;
   json_object_object_add(object, "sites", sites);
-  json_object_object_add(object, "surface", surface);
-  json_object_object_add(object, "signature", signature);
-  return signature ? 0 : 1;
+  return add_signature(command, object, ms_analysis_result(a[SIGNATURE]));
+}
+
+/* The report object of a memory signature: what it says it observed, its CDF and alpha
+ * values, and its surface. */
+static int report_signature(const char *command, const char *path, json_object *object) {
+  ms_signature *signature;
+  if (ms_signature_load(path, &signature) < 0) return cli_fail(command);
+  ms_observed observed = {.program = signature->program,
+                          .input = (char *)ms_input_name(path),
+                          .exit_status = -1,
+                          .truncated = -1};
+  json_object *fields = observed_json(command, &observed);
+  int status = 1;
+  if (fields) {
+    json_object_object_foreach(fields, key, value) {
+      json_object_object_add(object, key, json_object_get(value));
+    }
+    json_object_object_add(object, "kind",
+                           json_object_new_string(ms_input_kind_name(MS_INPUT_SIGNATURE)));
+    status = add_signature(command, object, signature);
+  }
+  json_object_put(fields);
+  ms_signature_free(signature);
+  return status;
 }
 
 /* The report object of an input with accesses: a file, or the program (path NULL). */
@@ -340,62 +409,6 @@ done:
   ms_source_destroy(source);
   for (int i = 0; i < ANALYSES; i++)
     ms_analysis_free(a[i]);
-  return status;
-}
-
-/* A signature with the reuse CDFs of its narrower widths (signature --widths) has its
- * surface measured: those rows, and the maximal width's CDF. Returns 1 if it has. */
-static int measured_widths(const ms_signature *signature, ms_surface *surface) {
-  if (!(signature->widths > 0) || signature->bin_count < 1) return 0;
-  for (int i = 0; i < surface->width_count; i++) {
-    int level = -1;
-    for (int l = 0; l <= signature->levels; l++)
-      if ((signature->word << l) == surface->widths[i]) level = l;
-    for (int k = 0; level >= 0 && k < MS_SIGNATURE_DEPTHS && k < surface->depth_count; k++) {
-      double rate =
-          level < signature->levels
-              ? (signature->width_references[level] > 0
-                     ? signature->width_hits[level][k] / signature->width_references[level]
-                     : 0)
-              : ms_signature_hit_rate(&signature->bins[0], k);
-      surface->hit_rate[i][k] = rate < 0 ? 0 : rate;
-    }
-  }
-  return 1;
-}
-
-/* The report object of a memory signature: what it says it observed, its CDF and alpha
- * values, and the surface derived from it. */
-static int report_signature(const char *command, const char *path, json_object *object) {
-  ms_signature *signature;
-  if (ms_signature_load(path, &signature) < 0) return cli_fail(command);
-  ms_observed observed = {.program = signature->program,
-                          .input = (char *)ms_input_name(path),
-                          .exit_status = -1,
-                          .truncated = -1};
-  json_object *fields = observed_json(command, &observed);
-  static ms_surface surface;
-  int status = 1;
-  if (fields && ms_signature_to_surface(signature, &surface) < 0)
-    cli_fail(command);
-  else if (fields) {
-    json_object_object_foreach(fields, key, value) {
-      json_object_object_add(object, key, json_object_get(value));
-    }
-    json_object_object_add(object, "kind",
-                           json_object_new_string(ms_input_kind_name(MS_INPUT_SIGNATURE)));
-    int measured = measured_widths(signature, &surface);
-    json_object *derived = surface_json(command, &surface);
-    if (derived)
-      json_object_object_add(derived, "from_signature",
-                             json_object_new_string(measured ? "measured" : "derived"));
-    json_object *whole = derived ? signature_json(command, signature) : NULL;
-    json_object_object_add(object, "surface", derived);
-    json_object_object_add(object, "signature", whole);
-    status = whole ? 0 : 1;
-  }
-  json_object_put(fields);
-  ms_signature_free(signature);
   return status;
 }
 

@@ -104,7 +104,7 @@ static const char style[] =
     "th{background:#efeff5;position:sticky;top:0}td.n,th.n{text-align:right;"
     "font-variant-numeric:tabular-nums}\n"
     "table.sortable th{cursor:pointer}code{font-size:12px;word-break:break-all}\n"
-    ".scroll{max-height:520px;overflow:auto;display:inline-block;border:1px solid #e6e6ee}\n"
+    ".scroll{max-height:430px;overflow:auto;display:inline-block;border:1px solid #e6e6ee}\n"
     ".row{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}\n"
     "svg{max-width:100%;height:auto;font-family:system-ui,sans-serif}\n"
     "p.note{color:#555;font-size:13px;margin:4px 0;max-width:900px}\n";
@@ -214,7 +214,7 @@ static void depth_label(uint64_t depth, char buf[32]) {
     snprintf(buf, 32, "%" PRIu64, depth);
 }
 
-static void surface_section(FILE *out, json_object *surface) {
+static void surface_section(FILE *out, json_object *surface, int index) {
   json_object *depths = field(surface, "depths"), *widths = field(surface, "widths");
   size_t columns = length_of(depths), rows = length_of(widths);
   if (!columns || !rows) return;
@@ -222,8 +222,10 @@ static void surface_section(FILE *out, json_object *surface) {
   int height = HEAT_TOP + (int)rows * HEAT_CELL_H + 50;
   double rate = number_of(surface, "sample_rate");
   fprintf(out,
-          "<h3>Cache surface</h3>\n<p class=\"note\">Hit rate of a fully-associative LRU cache "
+          "<h3 id=\"surface-%d\">Cache surface</h3>\n<p class=\"note\">Hit rate of a "
+          "fully-associative LRU cache "
           "of each line width (rows) and depth in lines (columns)%s%s.</p>\n",
+          index,
           !text_of(surface, "from_signature") ? " (memsnap surface)"
           : !strcmp(text_of(surface, "from_signature"), "measured")
               ? ", from the signature's reuse CDFs of each width"
@@ -424,7 +426,8 @@ static void sites_section(FILE *out, json_object *hierarchy, int index) {
   fprintf(out, " (");
   report_html_escape(out, text_of(hierarchy, "spec"));
   fprintf(out,
-          ")</h3>\n<table class=\"sites sortable\" id=\"sites-%d\"><thead><tr><th>level</th>"
+          ")</h3>\n<div class=\"scroll\"><table class=\"sites sortable\" "
+          "id=\"sites-%d\"><thead><tr><th>level</th>"
           "<th class=\"n\">misses</th><th class=\"n\">%% of level</th><th>pc</th>"
           "<th>function</th><th>file:line</th></tr></thead><tbody>\n",
           index);
@@ -457,7 +460,7 @@ static void sites_section(FILE *out, json_object *hierarchy, int index) {
               "<td>no misses at a site</td><td></td></tr>\n",
               count_of(level, "level"));
   }
-  fprintf(out, "</tbody></table>\n");
+  fprintf(out, "</tbody></table></div>\n");
 }
 
 static void profile_section(FILE *out, json_object *profile, int index) {
@@ -496,6 +499,8 @@ static void input_section(FILE *out, json_object *input, int index) {
   report_html_escape(out, input_title(input));
   fprintf(out, "</h2>\n");
   observed_section(out, input);
+  if (field(input, "surface")) surface_section(out, field(input, "surface"), index);
+  if (field(input, "signature")) signature_section(out, field(input, "signature"), index);
   fprintf(out, "<div class=\"row\">\n");
   if (field(input, "hierarchies")) {
     fprintf(out, "<div>\n");
@@ -508,8 +513,6 @@ static void input_section(FILE *out, json_object *input, int index) {
     fprintf(out, "</div>\n");
   }
   fprintf(out, "</div>\n");
-  if (field(input, "surface")) surface_section(out, field(input, "surface"));
-  if (field(input, "signature")) signature_section(out, field(input, "signature"), index);
   if (field(input, "profile")) profile_section(out, field(input, "profile"), index);
   fprintf(out, "</section>\n");
 }

@@ -181,6 +181,35 @@ static void test_tables_equal_json(void **state) {
   assert_int_equal(t.rows, row);
   free_table(&t);
 
+  /* the heat map: its cells' titles, widest width first, against the JSON's surface, which
+   * is memsnap surface's exactly */
+  assert_int_equal(memsnap("surface --json -o surface.json w.mtr"), 0);
+  json_object *surface = json_in("surface.json");
+  json_object *widths = at(at(input, "surface"), "widths"), *exact = at(surface, "widths");
+  size_t width_count = json_object_array_length(widths);
+  assert_int_equal(width_count, json_object_array_length(exact));
+  const char *cell = strstr(html, "<svg class=\"surface\"");
+  assert_non_null(cell);
+  for (size_t i = width_count; i-- > 0;) {
+    json_object *rates = at(nth(widths, i), "hit_rates"),
+                *exact_rates = at(nth(exact, i), "hit_rates");
+    assert_int_equal(json_object_get_int(at(nth(widths, i), "width")),
+                     json_object_get_int(at(nth(exact, i), "width")));
+    for (size_t k = 0; k < json_object_array_length(rates); k++) {
+      double rate = json_object_get_double(nth(rates, k));
+      if (rate != json_object_get_double(nth(exact_rates, k)))
+        fail_msg("surface width %zu depth %zu: %.17g, memsnap surface %.17g", i, k, rate,
+                 json_object_get_double(nth(exact_rates, k)));
+      char title[96];
+      snprintf(title, sizeof title, "<title>width %d B, depth %d: %.4f</title>",
+               json_object_get_int(at(nth(widths, i), "width")), 1 << k, rate);
+      const char *found = strstr(cell, title);
+      if (!found) fail_msg("no heat map cell %s after the previous one", title);
+      cell = found;
+    }
+  }
+  json_object_put(surface);
+
   parse_table(html, "cdf-1", &t); /* depth, cache size, hit rate */
   json_object *cdf = at(nth(at(at(input, "signature"), "bins"), 0), "reuse_cdf");
   assert_int_equal(t.rows, 17);
