@@ -1,4 +1,4 @@
-/* memsnap report [--json] [-o FILE] [--hierarchy H] [--top N] [--shards RATE]
+/* memsnap report [--json] [-o FILE] [--hierarchy H] [--top N]
  *                INPUT... [-- PROGRAM ARGS...]
  *
  * One self-contained page (HTML, inline CSS and SVG, a few lines of inline script) of what
@@ -42,10 +42,7 @@ static void usage(FILE *to) {
           "                      error for -- PROGRAM, whose standard output is its own)\n"
           "  -H, --hierarchy H   the hierarchy whose sites with most misses are listed per\n"
           "                      level (default nehalem; a catalog name or size/line/ways,...)\n"
-          "  --top N             sites listed per level, and profile sites (default 10)\n"
-          "  --shards RATE       the narrower widths' reuse CDFs (the cache surface) by SHARDS\n"
-          "                      sampling at RATE in (0,1), e.g. 0.01 (default: exact, which\n"
-          "                      takes most of the time on long traces)\n");
+          "  --top N             sites listed per level, and profile sites (default 10)\n");
 }
 
 typedef struct report_options {
@@ -53,7 +50,6 @@ typedef struct report_options {
   const char *output;
   const char *hierarchy;
   int top;
-  double shards;
 } report_options;
 
 static int parse_options(int argc, char **argv, report_options *o) {
@@ -61,14 +57,12 @@ static int parse_options(int argc, char **argv, report_options *o) {
                                                {"output", required_argument, NULL, 'o'},
                                                {"hierarchy", required_argument, NULL, 'H'},
                                                {"top", required_argument, NULL, 't'},
-                                               {"shards", required_argument, NULL, 'S'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int c;
   uint64_t number;
-  char *end;
   while ((c = getopt_long(argc, argv, ":o:H:h", long_options, NULL)) != -1) {
     switch (c) {
     case 'j': o->json = 1; break;
@@ -80,13 +74,6 @@ static int parse_options(int argc, char **argv, report_options *o) {
         return 2;
       }
       o->top = (int)number;
-      break;
-    case 'S':
-      o->shards = strtod(optarg, &end);
-      if (*end || end == optarg || !(o->shards > 0.0) || !(o->shards < 1.0)) {
-        cli_error(argv[0], "bad --shards '%s' (a rate in (0,1), e.g. 0.01)", optarg);
-        return 2;
-      }
       break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
@@ -261,7 +248,7 @@ static int new_analyses(const char *command, const report_options *o, ms_analysi
   /* the narrower widths' reuse CDFs too: the cache surface, as memsnap surface counts it */
   ms_signature_config signature;
   ms_signature_config_default(&signature);
-  signature.widths = o->shards > 0 ? o->shards : 1;
+  signature.widths = 1;
   ms_signature_sampling no_sampling = {0, 0, 0, 0};
   if (ms_evaluation_configs(configs) < 0 ||
       ms_sim_analysis_new(configs, MS_EVALUATION_COUNT, 0, &a[EVALUATION]) < 0 ||

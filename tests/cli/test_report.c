@@ -1,7 +1,8 @@
 /* memsnap report: the numbers of the page's tables are those of `report --json` and, for
  * the hierarchy table, those of `memsnap sim -H evaluation --json` (the cells of the HTML
  * tables parsed here); strings from the input are escaped; several inputs give one section
- * each; bad input gives one clear line, a non-zero exit and no output file. The page in a
+ * each; bad input gives one clear line, a non-zero exit and no output file; a live program's
+ * exit status is passed through and shown. The page in a
  * browser: test_report_browser.sh. */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -332,12 +333,26 @@ static void test_bad_input(void **state) {
   free(after);
 }
 
+/* Live, like every command: the program's standard output stays its own, its exit status
+ * is passed through and the page says it. */
+static void test_live(void **state) {
+  (void)state;
+  char kernel[1024];
+  test_kernel("exit3", kernel, sizeof kernel);
+  assert_int_equal(memsnap("report -o live.html -- %s", kernel), 3);
+  char *html = read_in("live.html");
+  assert_non_null(strstr(html, "exit status 3"));
+  assert_non_null(strstr(html, "id=\"hierarchies-1\""));
+  free(html);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tables_equal_json),
       cmocka_unit_test(test_several_inputs),
       cmocka_unit_test(test_escaping),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_live),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
