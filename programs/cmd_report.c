@@ -84,10 +84,25 @@ static int parse_options(int argc, char **argv, report_options *o) {
 
 /* ---- JSON of analyses ---- */
 
-/* What `write` printed into memory, parsed; NULL after a message. */
-static json_object *json_of_text(const char *command, char *text, int rc) {
-  json_object *parsed = rc >= 0 && text ? json_tokener_parse(text) : NULL;
-  free(text);
+/* A report written into memory, then parsed. */
+typedef struct memory_text {
+  char *text;
+  size_t length;
+  FILE *file;
+} memory_text;
+
+static FILE *memory_open(memory_text *memory) {
+  memory->text = NULL;
+  memory->file = open_memstream(&memory->text, &memory->length);
+  return memory->file;
+}
+
+/* What was written, parsed (`rc` is the writer's status); NULL after a message. */
+static json_object *memory_json(const char *command, memory_text *memory, int rc) {
+  if (memory->file && fclose(memory->file) != 0 && rc >= 0)
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  json_object *parsed = rc >= 0 && memory->text ? json_tokener_parse(memory->text) : NULL;
+  free(memory->text);
   if (rc < 0)
     cli_fail(command);
   else if (!parsed)
@@ -97,33 +112,27 @@ static json_object *json_of_text(const char *command, char *text, int rc) {
 
 static json_object *analysis_json(const char *command, const ms_analysis *analysis,
                                   const ms_stream_info *info) {
-  char *text = NULL;
-  size_t length = 0;
-  FILE *out = open_memstream(&text, &length);
-  int rc = out ? ms_analysis_write(analysis, info, out, MS_REPORT_JSON) : -1;
-  if (out && fclose(out) != 0) rc = -1;
-  return json_of_text(command, text, rc);
+  memory_text memory;
+  int rc = memory_open(&memory) ? ms_analysis_write(analysis, info, memory.file, MS_REPORT_JSON)
+                                : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  return memory_json(command, &memory, rc);
 }
 
 static json_object *observed_json(const char *command, const ms_observed *observed) {
-  char *text = NULL;
-  size_t length = 0;
-  FILE *out = open_memstream(&text, &length);
-  int rc = out ? ms_observed_write_json(out, observed, NULL) : -1;
-  if (out && fclose(out) != 0) rc = -1;
-  return json_of_text(command, text, rc);
+  memory_text memory;
+  int rc = memory_open(&memory) ? ms_observed_write_json(memory.file, observed, NULL)
+                                : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  return memory_json(command, &memory, rc);
 }
 
 /* The whole-program bin of a signature only: a per-site signature's bins stay in the .sig. */
 static json_object *signature_json(const char *command, const ms_signature *signature) {
   ms_signature whole = *signature;
   whole.bin_count = signature->bin_count > 0 ? 1 : 0;
-  char *text = NULL;
-  size_t length = 0;
-  FILE *out = open_memstream(&text, &length);
-  int rc = out ? ms_signature_write_json(out, &whole) : -1;
-  if (out && fclose(out) != 0) rc = -1;
-  json_object *object = json_of_text(command, text, rc);
+  memory_text memory;
+  int rc = memory_open(&memory) ? ms_signature_write_json(memory.file, &whole)
+                                : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  json_object *object = memory_json(command, &memory, rc);
   if (object)
     json_object_object_add(
         object, "site_bins",
@@ -132,12 +141,10 @@ static json_object *signature_json(const char *command, const ms_signature *sign
 }
 
 static json_object *surface_json(const char *command, const ms_surface *surface) {
-  char *text = NULL;
-  size_t length = 0;
-  FILE *out = open_memstream(&text, &length);
-  int rc = out ? ms_surface_write_json(out, surface) : -1;
-  if (out && fclose(out) != 0) rc = -1;
-  return json_of_text(command, text, rc);
+  memory_text memory;
+  int rc = memory_open(&memory) ? ms_surface_write_json(memory.file, surface)
+                                : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  return memory_json(command, &memory, rc);
 }
 
 /* The sim report's one hierarchy, its top sites given their function from the site table. */
@@ -363,7 +370,13 @@ static int report_accesses(const char *command, const report_options *o, const c
       cli_fail(command);
       goto done;
     }
-    json_object_object_add(object, "profile", profile_json(&profile, o->top));
+    json_object *sites = profile_json(&profile, o->top);
+    if (!sites) {
+      ms_psnap_profile_free(&profile);
+      cli_error(command, "out of memory");
+      goto done;
+    }
+    json_object_object_add(object, "profile", sites);
     if (ms_psnap_replay_open(&profile, NULL, &source) < 0) { /* takes the profile */
       cli_fail(command);
       goto done;
