@@ -33,6 +33,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_skeleton(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* "memsnap CMD: message\n" on stderr. */
 void cli_error(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -32,6 +32,7 @@ static const command commands[] = {
     {"synth", cmd_synth, "trace seed imitating a memory signature (synthetic trace)"},
     {"bench", cmd_bench, "pointer-chasing benchmark running a unique-index seed"},
     {"skeleton", cmd_skeleton, "memory skeleton: a short C program behaving like the run"},
+    {"report", cmd_report, "one self-contained HTML page (or JSON) of an input's results"},
 };
 
 static void usage(FILE *out) {
