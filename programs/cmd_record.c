@@ -34,7 +34,7 @@ static void usage(FILE *to) {
           "                     taskset, numactl, scripts and shims that exec the program)\n"
           "  --objects          Valgrind path: also record data objects (heap blocks and\n"
           "                     their allocating calls, anonymous mappings, global and\n"
-          "                     static variables) for annotate --by object; costs the\n"
+          "                     static variables), for annotating misses by object; costs the\n"
           "                     loader ~4100 accesses at start-up (without it the accesses\n"
           "                     are exactly Cachegrind's and Lackey's)\n"
           "  -a, --analysis 'NAME KEY=VALUE...'\n"

@@ -243,8 +243,9 @@ static json_object *profile_json(const ms_psnap_profile *p, int top) {
 
 /* ---- one input ---- */
 
-/* The analyses run over an input's accesses in one pass. */
-enum { EVALUATION, SITES, SIGNATURE, ANALYSES };
+/* The analyses run over an input's accesses in one pass; OBJECTS only for an input that
+ * records data objects (memsnap record --objects). */
+enum { EVALUATION, SITES, SIGNATURE, LINES, OBJECTS, ANALYSES };
 
 static int new_analyses(const char *command, const report_options *o, ms_analysis **a) {
   ms_hierarchy_config configs[MS_EVALUATION_COUNT], sites_config;
@@ -257,12 +258,45 @@ static int new_analyses(const char *command, const report_options *o, ms_analysi
   ms_signature_config_default(&signature);
   signature.widths = 1;
   ms_signature_sampling no_sampling = {0, 0, 0, 0};
+  /* the source lines with most misses on that hierarchy, without their text */
+  ms_annotate_config lines;
+  ms_annotate_config_default(&lines, &sites_config);
+  lines.functions = lines.lines = o->top;
+  lines.source = 0;
   if (ms_evaluation_configs(configs) < 0 ||
       ms_sim_analysis_new(configs, MS_EVALUATION_COUNT, 0, &a[EVALUATION]) < 0 ||
       ms_sim_analysis_new(&sites_config, 1, o->top, &a[SITES]) < 0 ||
-      ms_signature_analysis_new(&signature, &no_sampling, &a[SIGNATURE]) < 0)
+      ms_signature_analysis_new(&signature, &no_sampling, &a[SIGNATURE]) < 0 ||
+      ms_annotate_analysis_new(&lines, &a[LINES]) < 0)
     return cli_fail(command);
   return 0;
+}
+
+/* The data objects with most misses on the sites' hierarchy, by allocating call. */
+static int new_objects(const char *command, const report_options *o, ms_analysis **out) {
+  ms_hierarchy_config config;
+  ms_annotate_config objects;
+  if (ms_hierarchy_parse(o->hierarchy, &config) < 0) return cli_fail(command);
+  ms_annotate_config_default(&objects, &config);
+  objects.by = MS_ANNOTATE_ALLOCATIONS;
+  objects.lines = o->top;
+  return ms_annotate_analysis_new(&objects, out) < 0 ? cli_fail(command) : 0;
+}
+
+/* The annotation's rows (`key`: "lines" or "objects") and its totals, as its JSON has them. */
+static json_object *annotation_json(const char *command, const ms_analysis *annotate,
+                                    const ms_stream_info *info, const char *key) {
+  json_object *report = analysis_json(command, annotate, info);
+  if (!report) return NULL;
+  json_object *out = json_object_new_object(), *value;
+  const char *keep[] = {"hierarchy", "sort_level",
+                        "total",     "unattributed",
+                        key,         key[0] == 'l' ? "line_count" : "object_count"};
+  for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+    if (json_object_object_get_ex(report, keep[i], &value))
+      json_object_object_add(out, keep[i], json_object_get(value));
+  json_object_put(report);
+  return out;
 }
 
 /* The cache surface of a signature with the reuse CDFs of its narrower widths (signature
@@ -323,6 +357,14 @@ static int add_results(const char *command, json_object *object, ms_analysis **a
   json_object *sites = sites_json(command, a[SITES], info);
   if (!sites) return 1;
   json_object_object_add(object, "sites", sites);
+  json_object *lines = annotation_json(command, a[LINES], info, "lines");
+  if (!lines) return 1;
+  json_object_object_add(object, "lines", lines);
+  if (a[OBJECTS]) {
+    json_object *objects = annotation_json(command, a[OBJECTS], info, "objects");
+    if (!objects) return 1;
+    json_object_object_add(object, "objects", objects);
+  }
   return add_signature(command, object, ms_analysis_result(a[SIGNATURE]));
 }
 
@@ -384,10 +426,14 @@ static int report_accesses(const char *command, const report_options *o, const c
   } else if (!(source = cli_open_source(command, path, program_argc, program_argv, NULL))) {
     goto done;
   }
+  if (ms_source_info(source)->objects && (status = new_objects(command, o, &a[OBJECTS])) != 0)
+    goto done;
+  status = 1;
   ms_sink *sinks[ANALYSES];
+  int sink_count = 0;
   for (int i = 0; i < ANALYSES; i++)
-    sinks[i] = ms_analysis_sink(a[i]);
-  if (ms_pipeline_run(source, sinks, ANALYSES, 0) < 0) {
+    if (a[i]) sinks[sink_count++] = ms_analysis_sink(a[i]);
+  if (ms_pipeline_run(source, sinks, sink_count, 0) < 0) {
     cli_fail(command);
     goto done;
   }

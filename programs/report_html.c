@@ -463,6 +463,58 @@ static void sites_section(FILE *out, json_object *hierarchy, int index) {
   fprintf(out, "</tbody></table></div>\n");
 }
 
+/* The source lines (or data objects) with most misses on the sites' hierarchy (memsnap
+ * annotate): first-level accesses and misses per level. */
+static void annotation_section(FILE *out, json_object *annotation, int objects, int index) {
+  json_object *rows = field(annotation, objects ? "objects" : "lines");
+  json_object *hierarchy = field(annotation, "hierarchy");
+  json_object *misses = field(field(annotation, "total"), "misses");
+  size_t levels = length_of(misses);
+  fprintf(out, "<h3>%s with most L%" PRIu64 " misses on ",
+          objects ? "Data objects (by allocating call)" : "Source lines",
+          count_of(annotation, "sort_level"));
+  report_html_escape(out, text_of(hierarchy, "name"));
+  fprintf(out,
+          "</h3>\n<p class=\"note\">The %zu of %" PRIu64 " %s with most misses (memsnap "
+          "annotate%s).</p>\n<div class=\"scroll\"><table class=\"%s sortable\" id=\"%s-%d\">"
+          "<thead><tr><th class=\"n\">accesses</th>",
+          length_of(rows), count_of(annotation, objects ? "object_count" : "line_count"),
+          objects ? "allocating calls and variables" : "source lines",
+          objects ? " --by allocation" : "", objects ? "objects" : "lines",
+          objects ? "objects" : "lines", index);
+  for (size_t l = 0; l < levels; l++)
+    fprintf(out, "<th class=\"n\">L%zu misses</th>", l + 1);
+  fprintf(out, "<th>%s</th><th>function</th></tr></thead><tbody>\n",
+          objects ? "object" : "file:line");
+  for (size_t i = 0; i < length_of(rows); i++) {
+    json_object *row = item(rows, i), *at = objects ? field(row, "allocated_at") : row;
+    fprintf(out, "<tr><td class=\"n\">%" PRIu64 "</td>", count_of(row, "accesses"));
+    for (size_t l = 0; l < levels; l++)
+      fprintf(out, "<td class=\"n\">%" PRIu64 "</td>",
+              (uint64_t)json_object_get_int64(item(field(row, "misses"), l)));
+    fprintf(out, "<td>");
+    if (objects && text_of(row, "name")) {
+      fprintf(out, "static ");
+      report_html_escape(out, text_of(row, "name"));
+    } else if (objects) {
+      report_html_escape(out, text_of(row, "kind") ? text_of(row, "kind") : "?");
+      fprintf(out, ", %" PRIu64 " bytes, at ", count_of(row, "bytes"));
+    }
+    if (at && text_of(at, "file")) {
+      report_html_escape(out, text_of(at, "file"));
+      fprintf(out, ":%" PRIu64, count_of(at, "line"));
+    } else if (at && text_of(at, "pc")) {
+      fprintf(out, "<code>");
+      report_html_escape(out, text_of(at, "pc"));
+      fprintf(out, "</code>");
+    }
+    fprintf(out, "</td><td>");
+    report_html_escape(out, at && text_of(at, "function") ? text_of(at, "function") : "");
+    fprintf(out, "</td></tr>\n");
+  }
+  fprintf(out, "</tbody></table></div>\n");
+}
+
 static void profile_section(FILE *out, json_object *profile, int index) {
   json_object *sites = field(profile, "sites");
   fprintf(out,
@@ -513,6 +565,8 @@ static void input_section(FILE *out, json_object *input, int index) {
     fprintf(out, "</div>\n");
   }
   fprintf(out, "</div>\n");
+  if (field(input, "lines")) annotation_section(out, field(input, "lines"), 0, index);
+  if (field(input, "objects")) annotation_section(out, field(input, "objects"), 1, index);
   if (field(input, "profile")) profile_section(out, field(input, "profile"), index);
   fprintf(out, "</section>\n");
 }

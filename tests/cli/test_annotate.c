@@ -221,6 +221,19 @@ static void objects_add_up_and_hold_their_misses(void **state) {
   assert_int_equal(json_object_get_int64(field(a, "bytes")), ELEMENTS * 8);
   assert_ptr_equal(json_object_array_get_idx(rows, 0), b);
   json_object_put(annotation);
+  /* memsnap report lists them too, the same rows as annotate --by allocation */
+  assert_int_equal(test_memsnap_in(dir, "report -H 32k/64/8 --json -o r.json t.mtr"), 0);
+  json_object *report = read_json("r.json");
+  json_object *input = json_object_array_get_idx(field(report, "inputs"), 0);
+  json_object *objects = field(field(input, "objects"), "objects");
+  assert_int_equal(test_memsnap_in(dir, "annotate -H 32k/64/8 --by allocation --lines 10 --json "
+                                        "-o a.json t.mtr"),
+                   0);
+  annotation = read_json("a.json");
+  assert_string_equal(json_object_to_json_string(objects),
+                      json_object_to_json_string(field(annotation, "objects")));
+  json_object_put(annotation);
+  json_object_put(report);
 }
 
 static void freed_and_reallocated_objects_are_told_apart(void **state) {

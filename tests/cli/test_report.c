@@ -211,6 +211,21 @@ static void test_tables_equal_json(void **state) {
   }
   json_object_put(surface);
 
+  /* the source lines with most misses: accesses and misses per level, as the JSON, which
+   * is memsnap annotate's */
+  parse_table(html, "lines-1", &t);
+  json_object *lines = at(at(input, "lines"), "lines");
+  assert_int_equal(t.rows, (int)json_object_array_length(lines));
+  assert_true(t.rows > 0);
+  for (int r = 0; r < t.rows; r++) {
+    json_object *line = nth(lines, (size_t)r), *misses = at(line, "misses");
+    expect_count(&t, r, 0, at(line, "accesses"));
+    for (size_t l = 0; l < json_object_array_length(misses); l++)
+      expect_count(&t, r, 1 + (int)l, nth(misses, l));
+  }
+  free_table(&t);
+  assert_null(strstr(html, "id=\"objects-1\"")); /* recorded without --objects */
+
   parse_table(html, "cdf-1", &t); /* depth, cache size, hit rate */
   json_object *cdf = at(nth(at(at(input, "signature"), "bins"), 0), "reuse_cdf");
   assert_int_equal(t.rows, 17);
