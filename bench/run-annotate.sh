@@ -15,7 +15,7 @@ echo "== annotate vs sim (nehalem, best of 3, seconds; bar: annotate/sim <= 1.3,
 printf "%-12s %12s %8s %9s %13s %10s %11s\n" trace accesses sim annotate annotate/sim by-object object/sim
 for k in "gather 3000000" "two_arrays 2000000" "cg" "bintree"; do
   name=${k%% *}; args=${k#"$name"}
-  "$memsnap" record -q -o "$work/$name.mtr" -- "$kernels/$name" $args > /dev/null
+  "$memsnap" record -q --objects -o "$work/$name.mtr" -- "$kernels/$name" $args > /dev/null
   accesses=$("$memsnap" info --json "$work/$name.mtr" | sed -n 's/.*"accesses": *\([0-9]*\).*/\1/p' | head -1)
   s=""; a=""; o=""
   for _ in 1 2 3; do

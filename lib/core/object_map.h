@@ -2,10 +2,12 @@
  * accesses to objects: the events applied in stream order, and a lookup of the object
  * that holds an address.
  *
- * Objects of at most OBJECT_MAP_SMALL bytes (most heap blocks) sit in a hash of their
- * 16-byte granules (a lookup is one probe); larger ones in an array sorted by address (a
- * binary search). A lookup first tries the object it found last, then rejects addresses
- * outside the span of every object seen (the stack, usually). */
+ * Objects of at most OBJECT_MAP_SMALL bytes (most heap blocks) sit in a hash of the 4 KiB
+ * pages they overlap, each page a table of its 16-byte granules; larger ones in an array
+ * sorted by address. A lookup rejects addresses outside the span of every object seen (the
+ * stack, usually), then tries the large objects found lately, the page's granules, and a
+ * bisection of the large ones. Where objects overlap (a block inside a mapping), which of
+ * them an address belongs to is not specified. */
 #ifndef MEMSNAP_OBJECT_MAP_H
 #define MEMSNAP_OBJECT_MAP_H
 
