@@ -424,9 +424,10 @@ static Bool in_system_object(DiEpoch epoch, Addr pc) {
          VG_(strncmp)(base, "vgpreload_", 10) == 0;
 }
 
-/* The site of the call that allocates: the first return address, from frame `first` on,
- * outside the system objects (operator new's caller, not operator new), minus one so that
- * it falls in the call instruction; the innermost one if all are system code. */
+/* The site of the call that allocates: the first caller frame, from frame `first` on,
+ * outside the system objects (operator new's caller, not operator new); the innermost one
+ * if all are system code. VG_(get_StackTrace) gives a caller frame as its return address
+ * minus one, which falls in the call instruction. */
 #define CALLER_FRAMES 8
 #define CALLER_CACHE 1024 /* the site of an allocating call, by its callee's return address */
 static struct {
@@ -448,12 +449,12 @@ static UInt call_site(ThreadId tid, UInt first, Addr from) {
   DiEpoch epoch = VG_(current_DiEpoch)();
   UInt pick = first;
   for (UInt i = first; i < n; i++)
-    if (!in_system_object(epoch, ips[i] - 1)) {
+    if (!in_system_object(epoch, ips[i])) {
       pick = i;
       break;
     }
-  UInt site = site_of(ips[pick] - 1);
-  if (from && pick == first && ips[first] == from) { /* a call from the program itself */
+  UInt site = site_of(ips[pick]);
+  if (from && pick == first && ips[first] + 1 == from) { /* a call from the program itself */
     caller_cache[slot].from = from;
     caller_cache[slot].site = site;
   }
@@ -811,7 +812,7 @@ static void ms_post_syscall(ThreadId tid, UInt syscall_number, UWord *args, UInt
       (args[3] & VKI_MAP_ANONYMOUS) && out_fd >= 0) {
     Addr ips[2];
     if (VG_(get_StackTrace)(tid, ips, 2, NULL, NULL, 0) == 2 &&
-        !in_system_object(VG_(current_DiEpoch)(), ips[1] - 1))
+        !in_system_object(VG_(current_DiEpoch)(), ips[1]))
       emit_object(TAG_ALLOC, sr_Res(result), args[1], 1 /* MS_OBJECT_MAP */, call_site(tid, 1, 0));
   }
   if ((syscall_number == __NR_execve || syscall_number == __NR_execveat) && sr_isError(result)) {
