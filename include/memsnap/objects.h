@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "memsnap/access.h"
 #include "memsnap/api.h"
 
 #ifdef __cplusplus

@@ -166,8 +166,11 @@ int object_map_apply(object_map *map, const ms_object_event *event, uint32_t id)
   uint64_t end = start + event->size < start ? UINT64_MAX : start + event->size;
   int rc = remember(map, id, start, end);
   if (rc < 0) return rc;
-  if (start < map->low) map->low = start;
-  if (end > map->high) map->high = end;
+  /* a small object holds its granules whole: its last one's slack too */
+  uint64_t reach =
+      event->size <= OBJECT_MAP_SMALL && end < UINT64_MAX - 15 ? ((end - 1) | 15) + 1 : end;
+  if ((start & ~15ull) < map->low) map->low = start & ~15ull;
+  if (reach > map->high) map->high = reach;
   if (event->size <= OBJECT_MAP_SMALL) return mark(map, start, end, id, ANY_ID);
   if (map->large_count == map->large_capacity) {
     uint64_t capacity = map->large_capacity ? map->large_capacity * 2 : 64;
