@@ -52,6 +52,31 @@ static int grow_sites(ms_annotator *a, uint64_t site) {
   return 0;
 }
 
+/* Adds the batch's first-level accesses to their sites' counts, as the model counts them:
+ * every line an access spans (memsnap), or one per reference (Cachegrind). */
+static int count_accesses(ms_annotator *a, const ms_batch *batch) {
+  const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
+  const int shift = a->line_shift;
+  uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
+  for (size_t i = 0; i < batch->count; i++) {
+    const ms_access *access = &batch->accesses[i];
+    uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
+    uint64_t lines = cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
+    uint32_t site = access->site;
+    if (__builtin_expect(site >= capacity, 0)) {
+      if (site == MS_SITE_NONE) {
+        a->unsited_accesses += lines;
+        continue;
+      }
+      int rc = grow_sites(a, site);
+      if (rc < 0) return rc;
+      counts = a->site_accesses, capacity = a->site_capacity;
+    }
+    counts[site] += lines;
+  }
+  return 0;
+}
+
 /* The batch with each access's site replaced by the live object holding its address
  * (MS_SITE_NONE outside every object), the object events applied as the accesses reach
  * them. */
@@ -66,18 +91,40 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
   const ms_object_table *table = info->objects;
   uint64_t events = ms_object_table_count(table);
   if (table) a->objects = table;
+  /* the access index of the next event to apply (UINT64_MAX: none yet) */
+  uint64_t next =
+      a->next_event < events ? ms_object_table_get(table, a->next_event)->index : UINT64_MAX;
+  ms_access *out_accesses = a->relabeled.accesses;
+  const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
+  const int shift = a->line_shift;
+  uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
   for (size_t i = 0; i < batch->count; i++) {
-    while (a->next_event < events) {
-      const ms_object_event *e = ms_object_table_get(table, a->next_event);
-      if (e->index > a->position + i) break;
+    while (__builtin_expect(a->position + i >= next, 0)) {
       if (a->next_event >= UINT32_MAX)
         return ms_error_set(MS_ERR_UNSUPPORTED, "annotate: more than 2^32 object events");
-      int rc = object_map_apply(a->map, e, (uint32_t)a->next_event);
+      int rc = object_map_apply(a->map, ms_object_table_get(table, a->next_event),
+                                (uint32_t)a->next_event);
       if (rc < 0) return rc;
       a->next_event++;
+      next = a->next_event < events ? ms_object_table_get(table, a->next_event)->index : UINT64_MAX;
     }
-    a->relabeled.accesses[i] = batch->accesses[i];
-    a->relabeled.accesses[i].site = object_map_find(a->map, batch->accesses[i].address);
+    /* the object, and its count of first-level accesses, in one pass (count_accesses) */
+    const ms_access *access = &batch->accesses[i];
+    uint32_t id = object_map_find(a->map, access->address);
+    out_accesses[i] = *access;
+    out_accesses[i].site = id;
+    uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
+    uint64_t lines = cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
+    if (id == OBJECT_MAP_NONE) {
+      a->unsited_accesses += lines;
+      continue;
+    }
+    if (__builtin_expect(id >= capacity, 0)) {
+      int rc = grow_sites(a, id);
+      if (rc < 0) return rc;
+      counts = a->site_accesses, capacity = a->site_capacity;
+    }
+    counts[id] += lines;
   }
   a->relabeled.count = batch->count;
   a->position += batch->count;
@@ -91,27 +138,7 @@ static int annotator_consume(ms_sink *sink, const ms_stream_info *info, const ms
   if (a->map && (rc = relabel(a, info, batch, &batch)) < 0) return rc;
   rc = ms_hierarchy_set_access_batch(a->set, batch);
   if (rc < 0) return rc;
-  const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
-  const int shift = a->line_shift;
-  uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
-  for (size_t i = 0; i < batch->count; i++) {
-    const ms_access *access = &batch->accesses[i];
-    /* the first level's accesses as the model counts them: every line the access spans
-     * (memsnap), or one per reference (Cachegrind) */
-    uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
-    uint64_t lines = cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
-    uint32_t site = access->site;
-    if (__builtin_expect(site >= capacity, 0)) {
-      if (site == MS_SITE_NONE) {
-        a->unsited_accesses += lines;
-        continue;
-      }
-      if ((rc = grow_sites(a, site)) < 0) return rc;
-      counts = a->site_accesses, capacity = a->site_capacity;
-    }
-    counts[site] += lines;
-  }
-  return 0;
+  return a->map ? 0 : count_accesses(a, batch);
 }
 
 static int annotator_end(ms_sink *sink, const ms_stream_info *info) {
