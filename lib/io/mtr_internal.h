@@ -43,6 +43,7 @@ _Static_assert(offsetof(ms_access, site) == 8, "ms_access: address, then 8 bytes
 #define MTR_ADDRESS_RAW_DENOMINATOR 8 /* level 1 saving less than 1/8: use the fast level */
 #endif
 #define MTR_SITES_ZSTD_LEVEL 9 /* written once, at the end */
+#define MTR_OBJECTS_ZSTD_LEVEL 3 /* the data objects' events, at the end too, but megabytes */
 #define MTR_NO_STRING UINT32_MAX
 
 /* Tag bits. The low three are set when the record departs from the prediction; on an
