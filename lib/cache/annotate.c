@@ -52,16 +52,21 @@ static int grow_sites(ms_annotator *a, uint64_t site) {
   return 0;
 }
 
-/* Adds the batch's first-level accesses to their sites' counts, as the model counts them:
- * every line an access spans (memsnap), or one per reference (Cachegrind). */
+/* An access's first-level accesses as the model counts them: every line it spans
+ * (memsnap, lines of 2^shift bytes), or one per reference (Cachegrind). */
+static inline uint64_t access_lines(const ms_access *access, int cachegrind, int shift) {
+  uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
+  return cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
+}
+
+/* Adds the batch's first-level accesses to their sites' counts (access_lines). */
 static int count_accesses(ms_annotator *a, const ms_batch *batch) {
   const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
   const int shift = a->line_shift;
   uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
   for (size_t i = 0; i < batch->count; i++) {
     const ms_access *access = &batch->accesses[i];
-    uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
-    uint64_t lines = cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
+    uint64_t lines = access_lines(access, cachegrind, shift);
     uint32_t site = access->site;
     if (__builtin_expect(site >= capacity, 0)) {
       if (site == MS_SITE_NONE) {
@@ -113,8 +118,7 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
     uint32_t id = object_map_find(a->map, access->address);
     out_accesses[i] = *access;
     out_accesses[i].site = id;
-    uint64_t last = access->address + (access->size ? access->size - 1u : 0u);
-    uint64_t lines = cachegrind ? 1 : (last >> shift) - (access->address >> shift) + 1;
+    uint64_t lines = access_lines(access, cachegrind, shift);
     if (id == OBJECT_MAP_NONE) {
       a->unsited_accesses += lines;
       continue;

@@ -421,6 +421,32 @@ static int writer_consume(ms_sink *sink, const ms_stream_info *info, const ms_ba
   return MS_OK;
 }
 
+/* Appends `raw` (freed here) to b as u64 raw size, u64 compressed size and one zstd frame at
+ * `level`; `what` names it in errors. */
+static int append_frame(mtr_writer *w, byte_buffer *b, byte_buffer *raw, int level,
+                        const char *what) {
+  size_t bound = ZSTD_compressBound(raw->size);
+  uint8_t *frame = raw->failed ? NULL : malloc(bound);
+  int rc = MS_OK;
+  if (!frame) {
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory for the %s", what);
+  } else {
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+    size_t compressed =
+        ZSTD_compress2(w->cctx, frame, bound, raw->data ? raw->data : frame, raw->size);
+    if (ZSTD_isError(compressed)) {
+      rc = ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
+    } else {
+      buffer_u64(b, raw->size);
+      buffer_u64(b, compressed);
+      buffer_bytes(b, frame, compressed);
+    }
+  }
+  free(frame);
+  free(raw->data);
+  return rc;
+}
+
 /* The site table as one zstd frame: its strings (object paths, file names) repeat from
  * site to site, and compressed they take ~6% of their raw size (measured on memsnap's
  * recordings of tests/kernels: 565 KB -> 27 KB at level 9). */
@@ -435,25 +461,7 @@ static int append_site_table(mtr_writer *w, byte_buffer *b, const ms_site_table 
     buffer_string(&raw, site->file);
     buffer_u32(&raw, site->line);
   }
-  size_t bound = ZSTD_compressBound(raw.size);
-  uint8_t *frame = raw.failed ? NULL : malloc(bound);
-  if (!frame) {
-    free(raw.data);
-    return ms_error_set(MS_ERR_NOMEM, "out of memory for the site table");
-  }
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_SITES_ZSTD_LEVEL);
-  size_t compressed = ZSTD_compress2(w->cctx, frame, bound, raw.data ? raw.data : frame, raw.size);
-  int rc = MS_OK;
-  if (ZSTD_isError(compressed)) {
-    rc = ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
-  } else {
-    buffer_u64(b, raw.size);
-    buffer_u64(b, compressed);
-    buffer_bytes(b, frame, compressed);
-  }
-  free(frame);
-  free(raw.data);
-  return rc;
+  return append_frame(w, b, &raw, MTR_SITES_ZSTD_LEVEL, "site table");
 }
 
 /* The data objects' events as one zstd frame, between the site table and the chunk index
@@ -478,28 +486,10 @@ static int append_objects(mtr_writer *w, byte_buffer *b, const ms_object_table *
     buffer_string(&raw, e->name);
     buffer_string(&raw, e->object);
   }
-  size_t bound = ZSTD_compressBound(raw.size);
-  uint8_t *frame = raw.failed ? NULL : malloc(bound);
-  if (!frame) {
-    free(raw.data);
-    return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
-  }
   /* level 3: an allocation-heavy run's events are megabytes (hashtab 200000: 400000 events,
    * 17 MB raw), which level 9 took 0.4 s to compress at the end of a 1.2 s recording */
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, MTR_OBJECTS_ZSTD_LEVEL);
-  size_t compressed = ZSTD_compress2(w->cctx, frame, bound, raw.data, raw.size);
-  int rc = MS_OK;
-  if (ZSTD_isError(compressed)) {
-    rc = ms_error_set(MS_ERR_IO, "zstd: %s", ZSTD_getErrorName(compressed));
-  } else {
-    buffer_bytes(b, MTR_OBJECTS_MAGIC, 4);
-    buffer_u64(b, raw.size);
-    buffer_u64(b, compressed);
-    buffer_bytes(b, frame, compressed);
-  }
-  free(frame);
-  free(raw.data);
-  return rc;
+  buffer_bytes(b, MTR_OBJECTS_MAGIC, 4);
+  return append_frame(w, b, &raw, MTR_OBJECTS_ZSTD_LEVEL, "data objects");
 }
 
 static int write_trailer(mtr_writer *w, const ms_stream_info *info) {
