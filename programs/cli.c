@@ -1,6 +1,7 @@
 /* Shared command-line pieces (see cli.h). */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -100,6 +101,48 @@ void cli_fifo_notice(const char *name) {
           name);
 }
 
+int64_t cli_rank = -1, cli_thread = -1;
+
+int cli_take_pick_options(const char *command, int argc, char **argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *value = NULL;
+    int64_t *into = NULL;
+    const char *name = NULL;
+    for (int which = 0; which < 2 && !into; which++) {
+      name = which ? "--thread" : "--rank";
+      size_t n = strlen(name);
+      if (!strcmp(arg, name)) {
+        if (i + 1 >= argc) {
+          cli_error(command, "%s needs a number", name);
+          return -1;
+        }
+        value = argv[++i];
+        into = which ? &cli_thread : &cli_rank;
+      } else if (!strncmp(arg, name, n) && arg[n] == '=') {
+        value = arg + n + 1;
+        into = which ? &cli_thread : &cli_rank;
+      }
+    }
+    if (!into) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long number = strtoull(value, &end, 10);
+    if (!*value || *end || errno || value[0] == '-' ||
+        number > (into == &cli_thread ? 65535ull : 4294967295ull)) {
+      cli_error(command, "%s: expected a number from 0 to %s, got '%s'", name,
+                into == &cli_thread ? "65535" : "2^32 - 1", value);
+      return -1;
+    }
+    *into = (int64_t)number;
+  }
+  argv[kept] = NULL;
+  return kept;
+}
+
 /* The program after `--`, set aside by main() before any option parsing. */
 static int program_argc;
 static char **program_argv;
@@ -144,6 +187,10 @@ void cli_open_options_init(ms_open_options *options) {
   memset(options, 0, sizeof *options);
   options->capture.quiet = 1;
   options->capture.tool_messages = pass_tool_messages;
+  options->pick_rank = cli_rank >= 0;
+  options->rank = cli_rank >= 0 ? (uint32_t)cli_rank : 0;
+  options->pick_thread = cli_thread >= 0;
+  options->thread = cli_thread >= 0 ? (uint32_t)cli_thread : 0;
 }
 
 int cli_parse_via(const char *text, int *via) {

@@ -21,6 +21,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 /* `memsnap show` of a .psnap profile (programs/show_profile.c). */
 int show_profile(int argc, char **argv);
 int cmd_surface(int argc, char **argv);
@@ -62,6 +63,13 @@ int cli_option_error(const char *command, int option, char **argv);
  * that getopt_long may take options anywhere before it (`dump app.mtr --limit 20`) and
  * never sees the program's own options. */
 int cli_set_aside_program(int argc, char **argv);
+
+/* --rank R and --thread T, which every command that reads a profile takes (to pick one
+ * rank and thread of a merged profile, memsnap/psnap.h ms_psnap_profile_pick): main()
+ * takes them out of argv (before the program set aside) into cli_rank and cli_thread (-1:
+ * not given) and returns the new argc, or -1 after a message (exit status 2). */
+extern int64_t cli_rank, cli_thread;
+int cli_take_pick_options(const char *command, int argc, char **argv);
 
 /* After getopt_long: the positional arguments (trace paths) and the program set aside. */
 typedef struct cli_inputs {

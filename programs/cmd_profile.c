@@ -44,6 +44,10 @@ static void usage(FILE *to) {
               "                        defaults) or high (site 4096, order 2^20, window\n"
               "                        4096: longer to build, up to 7x larger; the caps\n"
               "                        given as options win)\n"
+              "      --keep-threads    one block per thread: threads that differ only by\n"
+              "                        their addresses are merged by default\n"
+              "      --rank R          the MPI rank the profile is of (default: the rank of\n"
+              "                        mpirun's environment, if any), written as its rank\n"
               "  -q, --quiet           no summary line\n");
 }
 
@@ -66,7 +70,8 @@ int cmd_profile(int argc, char **argv) {
     ORDER_WINDOW,
     ORDER_PERIODS,
     FIDELITY,
-    ALL_OBJECTS
+    ALL_OBJECTS,
+    KEEP_THREADS
   };
   size_t output_length;
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
@@ -80,6 +85,7 @@ int cmd_profile(int argc, char **argv) {
                                           {"order-window", required_argument, NULL, ORDER_WINDOW},
                                           {"order-periods", required_argument, NULL, ORDER_PERIODS},
                                           {"fidelity", required_argument, NULL, FIDELITY},
+                                          {"keep-threads", no_argument, NULL, KEEP_THREADS},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"compress", no_argument, NULL, 'z'},
                                           {"help", no_argument, NULL, 'h'},
@@ -111,6 +117,7 @@ int cmd_profile(int argc, char **argv) {
       lines[settings.line_count++] = optarg;
       break;
     case LOSSLESS: settings.lossless = 1; break;
+    case KEEP_THREADS: settings.keep_threads = 1; break;
     case ALL_OBJECTS: settings.all_objects = 1; break;
     case MAX_STRIDES:
       status = parse_cap(argv[0], "--max-strides", optarg, &settings.max_strides);
@@ -173,6 +180,14 @@ int cmd_profile(int argc, char **argv) {
   if (explicit_caps & 8) settings.order_periods = given.order_periods;
   settings.functions = functions;
   settings.lines = lines;
+  settings.keep_threads = given.keep_threads;
+  const char *mpi_rank = cli_mpi_rank();
+  if (cli_rank >= 0)
+    settings.has_rank = 1, settings.rank = (uint32_t)cli_rank;
+  else if (mpi_rank && strspn(mpi_rank, "0123456789") == strlen(mpi_rank) && *mpi_rank &&
+           strlen(mpi_rank) < 10)
+    settings.has_rank = 1, settings.rank = (uint32_t)strtoul(mpi_rank, NULL, 10);
+  cli_rank = -1; /* the profile's own rank, not one to pick in its input */
   cli_inputs inputs;
   cli_split_inputs(argc, argv, optind, &inputs);
   if (inputs.count > 1 || (inputs.count == 1 && inputs.program_argc > 0)) {
@@ -211,8 +226,14 @@ int cmd_profile(int argc, char **argv) {
       ms_psnap_lossy_summary lossy;
       ms_psnap_profile_lossy(result, &lossy);
       double total = (double)(result->access_count ? result->access_count : 1);
-      fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
-              (unsigned long long)result->access_count, result->site_count, result->thread_count);
+      if (result->blocks)
+        fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads in %u blocks; ",
+                output, (unsigned long long)result->access_count, result->site_count,
+                result->info.thread_count, result->thread_count);
+      else
+        fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
+                (unsigned long long)result->access_count, result->site_count,
+                result->thread_count);
       if (lossy.sites)
         fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy.sites,
                 settings.site_cap, 100.0 * (double)lossy.accesses / total);

@@ -76,6 +76,12 @@ int cmd_replay(int argc, char **argv) {
     cli_fail(argv[0]);
     goto out;
   }
+  if (ms_psnap_profile_pick(&profile, cli_rank, cli_thread) < 0) {
+    cli_error(argv[0], "%s: %s", inputs.paths[0], ms_error_message());
+    ms_psnap_profile_free(&profile);
+    status = 2;
+    goto out;
+  }
   uint8_t *mask = NULL;
   if (site_count + function_count + line_count > 0) {
     mask = calloc(profile.site_count + 1, 1);

@@ -408,7 +408,8 @@ static int report_accesses(const char *command, const report_options *o, const c
     goto done;
   }
   if (kind == MS_INPUT_PSNAP) {
-    if (ms_psnap_profile_load(path, &profile) < 0) {
+    if (ms_psnap_profile_load(path, &profile) < 0 ||
+        ms_psnap_profile_pick(&profile, cli_rank, cli_thread) < 0) {
       cli_fail(command);
       goto done;
     }

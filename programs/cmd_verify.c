@@ -219,13 +219,24 @@ int cmd_verify(int argc, char **argv) {
   /* the profile first: a bad one is reported before a program is started for nothing */
   ms_psnap_profile check;
   if (ms_psnap_profile_load(inputs.paths[0], &check) < 0) return cli_fail(argv[0]);
+  int picked = ms_psnap_profile_pick(&check, cli_rank, cli_thread);
   ms_psnap_profile_free(&check);
+  if (picked < 0) {
+    cli_error(argv[0], "%s: %s", inputs.paths[0], ms_error_message());
+    return 2;
+  }
+  verify_options.pick_rank = cli_rank >= 0, verify_options.rank = (uint32_t)(cli_rank >= 0 ? cli_rank : 0);
+  verify_options.pick_thread = cli_thread >= 0;
+  verify_options.thread = (uint32_t)(cli_thread >= 0 ? cli_thread : 0);
+  ms_open_options trace_options;
+  cli_open_options_init(&trace_options);
+  trace_options.pick_rank = trace_options.pick_thread = 0; /* they pick in the profile */
   int status = 1;
   ms_verify_result result = {0};
   report_observed observed = {0};
   ms_output report;
   ms_source *trace = cli_open_source(argv[0], inputs.count == 2 ? inputs.paths[1] : NULL,
-                                     inputs.program_argc, inputs.program_argv, NULL);
+                                     inputs.program_argc, inputs.program_argv, &trace_options);
   if (!trace) goto done;
   if (ms_psnap_verify(inputs.paths[0], trace, &verify_options, &result) < 0) {
     cli_fail(argv[0]);

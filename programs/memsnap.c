@@ -22,6 +22,7 @@ static const command commands[] = {
     {"annotate", cmd_annotate, "misses per function and source line, with the source text"},
     {"profile", cmd_profile, "build a PSnAP profile (.psnap) of a trace or a live program"},
     {"replay", cmd_replay, "regenerate the accesses of a profile (all, some sites, a chunk)"},
+    {"merge", cmd_merge, "merge the profiles of threads and MPI ranks into one (blocks)"},
     {"verify", cmd_verify, "compare a profile with its trace: exact matches, hit rates"},
     {"surface", cmd_surface, "hit rates of fully-associative LRU caches over widths x depths"},
     {"scores", cmd_scores, "spatial and temporal locality scores, whole run and per site"},
@@ -90,6 +91,7 @@ int main(int argc, char **argv) {
   if (command) {
     ms_input_set_wait_notice(cli_fifo_notice);
     int command_argc = cli_set_aside_program(argc - 1, argv + 1);
+    if ((command_argc = cli_take_pick_options(argv[1], command_argc, argv + 1)) < 0) return 2;
     return command->run(command_argc, argv + 1);
   }
   fprintf(stderr, "memsnap: unknown command '%s' (memsnap --help lists them)\n", argv[1]);

@@ -134,6 +134,15 @@ static void show_site(const ms_psnap_profile *p, uint32_t s, int full) {
   free(pattern);
 }
 
+/* A set of threads or ranks as the profile writes it: 3, 1..15, 0..62:2. */
+static void set_text(char *buf, size_t size, uint32_t first, uint32_t step, uint32_t members) {
+  if (members > 1)
+    snprintf(buf, size, step == 1 ? "%u..%u" : "%u..%u:%u", first,
+             (unsigned)(first + (uint64_t)step * (members - 1)), step);
+  else
+    snprintf(buf, size, "%u", first);
+}
+
 int show_profile(int argc, char **argv) {
   static const struct option options[] = {{"site", required_argument, NULL, 's'},
                                           {"function", required_argument, NULL, 'f'},
@@ -165,6 +174,12 @@ int show_profile(int argc, char **argv) {
   }
   ms_psnap_profile p;
   if (ms_psnap_profile_load(inputs.paths[0], &p) < 0) return cli_fail(argv[0]);
+  /* a merged profile is shown as its blocks, unless a rank or thread is picked */
+  if ((cli_rank >= 0 || cli_thread >= 0) && ms_psnap_profile_pick(&p, cli_rank, cli_thread) < 0) {
+    cli_error(argv[0], "%s: %s", inputs.paths[0], ms_error_message());
+    ms_psnap_profile_free(&p);
+    return 2;
+  }
   uint8_t *mask = calloc(p.site_count + 1, 1);
   uint32_t *order = malloc((p.site_count + 1) * sizeof *order);
   int status = 0;
@@ -208,8 +223,12 @@ int show_profile(int argc, char **argv) {
   if (lossy.sites)
     printf(": %.1f%% of the accesses",
            100.0 * (double)lossy.accesses / (double)(p.access_count ? p.access_count : 1));
-  printf("), %u threads (order lossy in %u), selection %s", p.thread_count, lossy.threads,
-         p.selection ? p.selection : "all");
+  if (p.blocks)
+    printf("), %u threads of ranks in %u blocks (order lossy in %u), selection %s",
+           p.info.thread_count, p.thread_count, lossy.threads, p.selection ? p.selection : "all");
+  else
+    printf("), %u threads (order lossy in %u), selection %s", p.thread_count, lossy.threads,
+           p.selection ? p.selection : "all");
   if (p.has_excluded) {
     uint64_t stream = p.access_count + p.excluded;
     printf(" (%" PRIu64 " accesses of the stream left out, %.1f%%)", p.excluded,
@@ -235,8 +254,17 @@ int show_profile(int argc, char **argv) {
   }
   for (uint32_t t = 0; t < p.thread_count; t++) {
     const ms_psnap_thread_order *o = &p.threads[t];
+    char label[160];
+    if (p.blocks) {
+      /* the block's threads and ranks, as in the file */
+      char threads[40], ranks[40];
+      set_text(threads, sizeof threads, o->thread, o->thread_step, o->thread_members);
+      set_text(ranks, sizeof ranks, o->rank, o->rank_step, o->rank_members);
+      snprintf(label, sizeof label, "block %u (threads %s of ranks %s)", t, threads, ranks);
+    } else
+      snprintf(label, sizeof label, "thread %u", t);
     if (o->lossy) {
-      printf("\nthread %u: %" PRIu64 " accesses, order lossy (%u path counts", t, o->accesses,
+      printf("\n%s: %" PRIu64 " accesses, order lossy (%u path counts", label, o->accesses,
              o->transition_count);
       if (o->period_length) printf(" in periods of %" PRIu64 " accesses", o->period_length);
       printf(")\n");
@@ -245,7 +273,7 @@ int show_profile(int argc, char **argv) {
     char *text = ms_expr_string(&o->order, MS_EXPR_SITES);
     if (!text) continue;
     size_t cut = selecting ? strlen(text) : 200;
-    printf("\nthread %u: %" PRIu64 " accesses, order %.*s%s\n", t, o->accesses, (int)cut, text,
+    printf("\n%s: %" PRIu64 " accesses, order %.*s%s\n", label, o->accesses, (int)cut, text,
            strlen(text) > cut ? "..." : "");
     free(text);
   }

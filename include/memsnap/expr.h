@@ -104,6 +104,10 @@ MS_API int ms_expr_print(const ms_expr *expr, ms_expr_kind kind, FILE *out);
 /* The same into a malloc'ed string (NULL if out of memory). */
 MS_API char *ms_expr_string(const ms_expr *expr, ms_expr_kind kind);
 MS_API int ms_expr_copy(ms_expr *to, const ms_expr *from);
+/* A copy whose leaf values v (each below `values`) become map[v] (site numbers renumbered);
+ * MS_ERR_ARG for a value without a mapping (UINT32_MAX). */
+MS_API int ms_expr_copy_mapped(ms_expr *to, const ms_expr *from, const uint32_t *map,
+                               uint32_t values);
 /* Prepares ms_expr_cursor_seek_counts: per node, how many times each value < values
  * occurs in one iteration. MS_ERR_FORMAT if a leaf is negative or >= values. */
 MS_API int ms_expr_index_values(ms_expr *expr, uint32_t values);

@@ -51,6 +51,10 @@ typedef struct ms_open_options {
    * accesses (0: one pass), and any other input is an error. */
   int expand_seeds;
   uint64_t seed_footprint, seed_length;
+  /* Profiles: the rank and thread to replay (ms_psnap_profile_pick) when pick_rank or
+   * pick_thread is set; else the lowest rank, all threads. Other inputs refuse them. */
+  int pick_rank, pick_thread;
+  uint32_t rank, thread;
 } ms_open_options;
 
 /* Opens an input as a source: `path` by its kind (traces of every format, seeds, profiles

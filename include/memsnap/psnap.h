@@ -122,6 +122,15 @@ typedef struct ms_psnap_site {
   uint32_t trace_site; /* id in the profile's site table (function, file:line), or NONE */
   uint16_t thread;
   uint8_t size, kind;
+  /* Profiles in block form (merged threads and ranks, ScalaMemTrace's EPRSDs): the site
+   * stands for one site in each thread thread, thread + thread_step, ... (thread_members
+   * of them; 0 or 1: the one thread) of each rank rank, rank + rank_step, ...
+   * (rank_members). Its addresses (first_address, the range and the lossless addresses)
+   * are those of its first thread in its first rank, moved by per_thread bytes for each
+   * thread number above it and per_rank for each rank number. */
+  uint32_t thread_step, thread_members;
+  uint32_t rank, rank_step, rank_members;
+  int64_t per_thread, per_rank;
   uint64_t count; /* accesses */
   uint64_t first_address;
   ms_stride_class cls;   /* from the stride history */
@@ -192,6 +201,12 @@ static inline uint64_t ms_psnap_site_new_lines(const ms_psnap_site *site) {
 }
 
 typedef struct ms_psnap_thread_order {
+  /* which threads and ranks it describes: in a profile of one process not in block form,
+   * thread order t is thread t (members 0 or 1); in block form, every thread and rank of
+   * the sets (as the sites', above), each with these accesses in this order, its sites
+   * moved to that thread and rank */
+  uint32_t thread, thread_step, thread_members;
+  uint32_t rank, rank_step, rank_members;
   uint64_t accesses;
   int lossy;           /* the order exceeded its cap: transitions instead */
   ms_expr order; /* site numbers (exact) */
@@ -211,8 +226,13 @@ typedef struct ms_psnap_profile {
   uint64_t access_count;
   uint32_t site_count;
   ms_psnap_site *sites;
-  uint32_t thread_count;
+  uint32_t thread_count; /* entries of threads: threads, or blocks in block form */
   ms_psnap_thread_order *threads;
+  /* Block form (memsnap merge; memsnap profile of threads that merge): threads[] are
+   * blocks of threads and ranks, each site belongs to one block and has its sets. */
+  int blocks;
+  int has_rank;        /* the profile is of one MPI rank (a `rank` line) */
+  uint32_t rank;       /* that rank */
   char *selection;   /* "all", "executable PATH", or the --function/--line filter as given */
   uint64_t excluded; /* accesses of the stream left out by the selection */
   int has_excluded;  /* the profile states `excluded` (profiles before it do not) */
@@ -254,6 +274,32 @@ MS_API int ms_psnap_profile_load(const char *path, ms_psnap_profile *out);
  * file as that takes (its first zstd block, up to 128 KiB). */
 MS_API int ms_psnap_detect(const char *path);
 
+/* ---- Threads and ranks merged (scalamemtrace-budanur-mueller-gamblin-2010.txt, 2.2-2.3) ---- */
+
+/* Merges, in place, the threads of a profile of one process whose sites and orders are
+ * the same but for addresses affine in the thread number (the workers of an OpenMP loop):
+ * the profile is then in block form. Threads are taken in increasing number; a thread
+ * joins the last block of threads like it when its number and addresses continue the
+ * block's progressions, else it starts a block. Returns the number of blocks, or a
+ * negative status; a profile where no two threads merge is left as it was. */
+MS_API int ms_psnap_merge_threads(ms_psnap_profile *profile);
+/* Merges two profiles of disjoint rank sets, `left`'s ranks all below `right`'s (both
+ * taken over, freed): blocks of `right` join a block of `left` with the same sites, order
+ * and threads whose rank progression and addresses they continue; the others follow.
+ * Profiles of one rank need their `rank` (has_rank). */
+MS_API int ms_psnap_merge_pair(ms_psnap_profile *left, ms_psnap_profile *right,
+                               ms_psnap_profile *out);
+/* Merges `count` profiles (taken over, freed) of distinct ranks, in any order: sorted by
+ * rank, then merged pairwise in log2(count) rounds (round k merges the results for ranks
+ * [2j * 2^k, (2j + 1) * 2^k) and [(2j + 1) * 2^k, (2j + 2) * 2^k) of the sorted list), so
+ * that a merge spread over processes (memsnap merge under mpirun) gives the same bytes. */
+MS_API int ms_psnap_merge(ms_psnap_profile *profiles, uint32_t count, ms_psnap_profile *out);
+/* Makes a profile in block form an ordinary profile of one rank: `rank` (-1: the lowest
+ * of the profile) and its threads, or only `thread` (-1: all). The rank
+ * or thread is not in the profile (MS_ERR_ARG). A profile not in block form is kept whole: its rank
+ * (if it states one, else any) must be `rank`, and `thread` keeps that thread's sites. */
+MS_API int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t thread);
+
 /* ---- Building a profile (a sink) ------------------------------------------------------ */
 
 typedef struct ms_psnap_options {
@@ -271,6 +317,10 @@ typedef struct ms_psnap_options {
                             a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
   uint32_t order_periods; /* a lossy order's path counts in at most this many periods of
                              the thread's accesses (default 1: the whole thread at once) */
+  int keep_threads; /* no merge of threads that differ only by their addresses (default: merged,
+                       ms_psnap_merge_threads) */
+  int has_rank;     /* the profile is of MPI rank `rank` (written as its `rank` line) */
+  uint32_t rank;
 } ms_psnap_options;
 
 MS_API void ms_psnap_options_default(ms_psnap_options *options);
@@ -309,8 +359,11 @@ typedef struct ms_psnap_replay_options {
  * program order. Seeking skips through repetitions arithmetically. */
 MS_API int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
                                 ms_source **out);
-/* Loads a file and replays all of it (for format detection by the CLI). */
+/* Loads a file and replays all of it (for format detection by the CLI); of a profile in
+ * block form, its lowest rank. */
 MS_API int ms_psnap_open(const char *path, ms_source **out);
+/* The same for `rank` and `thread` (-1: the lowest rank, all threads; ms_psnap_profile_pick). */
+MS_API int ms_psnap_open_picked(const char *path, int64_t rank, int64_t thread, ms_source **out);
 
 /* Marks in mask (site_count bytes) the sites whose function is `function`, or whose
  * file ends with `file` and line is `line` (file:line text); returns how many. */

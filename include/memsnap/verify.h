@@ -30,6 +30,10 @@ extern "C" {
 typedef struct ms_verify_options {
   int no_cache; /* skip the hit rates on the 46 hierarchies */
   int whole;    /* hit rates of the whole run, left-out accesses included on both sides */
+  /* which rank and thread of a merged profile (ms_psnap_profile_pick); with pick_thread,
+   * the trace's other threads count as left out */
+  int pick_rank, pick_thread;
+  uint32_t rank, thread;
 } ms_verify_options;
 
 /* One profile site. */

@@ -392,6 +392,27 @@ int ms_expr_copy(ms_expr *to, const ms_expr *from) {
   return ms_expr_finish(to, from->children + root->first, root->count);
 }
 
+int ms_expr_copy_mapped(ms_expr *to, const ms_expr *from, const uint32_t *map,
+                        uint32_t values) {
+  ms_expr_init(to);
+  for (uint32_t i = 0; i < from->written_nodes; i++) {
+    if (i == from->text_root) continue;
+    const ms_expr_node *n = &from->nodes[i];
+    if (!n->count && (n->value < 0 || (uint64_t)n->value >= values || map[n->value] == UINT32_MAX))
+      return ms_error_set(MS_ERR_ARG, "value %" PRId64 " has no mapping", n->value);
+    int64_t rc = n->count ? ms_expr_group(to, from->children + n->first, n->count, n->repeat)
+                          : ms_expr_leaf(to, map[n->value], n->repeat);
+    if (rc < 0) return (int)rc;
+    ms_expr_steps steps = ms_expr_node_steps(from, i);
+    if ((rc = ms_expr_set_steps_level(to, (uint32_t)rc, steps.value_step, steps.repeat_step,
+                                      steps.level)) < 0)
+      return (int)rc;
+  }
+  if (from->written_nodes == 0) return ms_expr_finish(to, NULL, 0);
+  const ms_expr_node *root = &from->nodes[from->text_root];
+  return ms_expr_finish(to, from->children + root->first, root->count);
+}
+
 /* ---- text ---- */
 
 typedef struct text_buffer {

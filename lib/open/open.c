@@ -102,7 +102,12 @@ int ms_open(const char *path, int program_argc, char *const *program_argv,
   ms_input_kind kind;
   /* an input that cannot be read is left to the trace readers, whose message says why */
   if (ms_input_kind_of(path, &kind) < 0) kind = MS_INPUT_UNKNOWN;
-  if (kind == MS_INPUT_PSNAP) return ms_psnap_open(path, out);
+  if (kind == MS_INPUT_PSNAP)
+    return ms_psnap_open_picked(path, o->pick_rank ? (int64_t)o->rank : -1,
+                                o->pick_thread ? (int64_t)o->thread : -1, out);
+  if (o->pick_rank || o->pick_thread)
+    return ms_error_set(MS_ERR_ARG, "%s: --rank and --thread pick in a profile, this is a %s", path,
+                        ms_input_kind_name(kind));
   if (o->expand_seeds) return open_expanded_seed(path, o, out);
   return ms_trace_open(path, out);
 }

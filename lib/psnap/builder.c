@@ -1360,6 +1360,11 @@ static int builder_end(ms_sink *sink, const ms_stream_info *info) {
   }
   p->excluded = b->excluded;
   p->has_excluded = 1;
+  if (b->options.has_rank) p->has_rank = 1, p->rank = b->options.rank;
+  if (!b->options.keep_threads) {
+    int rc = ms_psnap_merge_threads(p);
+    if (rc < 0) return rc;
+  }
   b->finished = 1;
   return 0;
 }

@@ -21,6 +21,14 @@ int profile_ensure_histogram(ms_psnap_site *site);
 /* The class a site's storage and pattern suggest: written only when the site's differs. */
 ms_stride_class profile_default_class(const ms_psnap_site *site);
 
+/* ---- profile_write.c ---- */
+
+/* `A`, `A..B` or `A..B:S`: a set of threads or ranks */
+void profile_write_set(FILE *out, uint32_t first, uint32_t step, uint32_t members);
+/* One site's line (and its indented lines) as site number `id`; dir: the source-dir. */
+int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *site, uint32_t id,
+                       const char *dir, size_t dir_length, FILE *out);
+
 /* ---- profile_reader.c: the text, a line at a time ---- */
 
 typedef struct reader {
@@ -50,6 +58,9 @@ int profile_read_unsigned(reader *r, int base, uint64_t *value);
 int profile_read_end(reader *r);
 /* A number that ends the line. */
 int profile_read_number_line(reader *r, int base, uint64_t *value);
+/* `A`, `A..B` or `A..B:S` at r->p (numbers at most `largest`), and the blanks after it. */
+int profile_read_set(reader *r, uint64_t largest, uint32_t *first, uint32_t *step,
+                     uint32_t *members);
 /* A quoted string at r->p into a malloc'd *out; r->p goes past it. */
 int profile_scan_quoted(reader *r, char **out);
 /* A quoted string that ends the line. */
@@ -66,6 +77,11 @@ int profile_read_addresses(reader *r, ms_psnap_site *site);
 
 /* ---- profile_parse.c: version 2, and what both versions share ---- */
 
+/* 1 if `site` belongs to thread order t (its thread; in block form, the block's sets). */
+int profile_site_in_order(const ms_psnap_profile *profile, const ms_psnap_site *site,
+                          uint32_t t);
+/* 1 if two sites are of the same threads and ranks. */
+int profile_sites_together(const ms_psnap_site *a, const ms_psnap_site *b);
 /* Adds a site's location to the profile's site table. */
 int profile_add_location(ms_psnap_profile *profile, const char *function, const char *file,
                          uint32_t line, uint64_t pc);

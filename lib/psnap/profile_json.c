@@ -25,6 +25,15 @@ static json_object *expression(const ms_expr *expr, ms_expr_kind kind) {
   return o;
 }
 
+/* {"first": F, "step": S, "count": N}: a set of threads or ranks */
+static json_object *set_json(uint32_t first, uint32_t step, uint32_t members) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "first", json_object_new_int64(first));
+  json_object_object_add(o, "step", json_object_new_int64(members > 1 ? step : 1));
+  json_object_object_add(o, "count", json_object_new_int64(members ? members : 1));
+  return o;
+}
+
 static json_object *site_json(const ms_psnap_profile *p, uint32_t s) {
   const ms_psnap_site *site = &p->sites[s];
   const ms_site *where = ms_site_table_get(p->info.sites, site->trace_site);
@@ -34,6 +43,13 @@ static json_object *site_json(const ms_psnap_profile *p, uint32_t s) {
   json_object_object_add(o, "site", json_object_new_int64(s));
   json_object_object_add(o, "where", json_object_new_string(place));
   json_object_object_add(o, "thread", json_object_new_int(site->thread));
+  if (p->blocks) {
+    json_object_object_add(o, "threads",
+                           set_json(site->thread, site->thread_step, site->thread_members));
+    json_object_object_add(o, "ranks", set_json(site->rank, site->rank_step, site->rank_members));
+    json_object_object_add(o, "per_thread", json_object_new_int64(site->per_thread));
+    json_object_object_add(o, "per_rank", json_object_new_int64(site->per_rank));
+  }
   json_object_object_add(o, "kind",
                          json_object_new_string(ms_access_kind_name((ms_access_kind)site->kind)));
   json_object_object_add(o, "size", json_object_new_int(site->size));
@@ -115,7 +131,15 @@ int ms_psnap_profile_write_json(const ms_psnap_profile *p, const uint8_t *mask, 
   for (uint32_t t = 0; t < p->thread_count; t++) {
     const ms_psnap_thread_order *order = &p->threads[t];
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "thread", json_object_new_int64(t));
+    if (p->blocks) {
+      /* a block: its threads and ranks, each with these accesses */
+      json_object_object_add(o, "block", json_object_new_int64(t));
+      json_object_object_add(o, "threads", set_json(order->thread, order->thread_step,
+                                                    order->thread_members));
+      json_object_object_add(o, "ranks", set_json(order->rank, order->rank_step,
+                                                  order->rank_members));
+    } else
+      json_object_object_add(o, "thread", json_object_new_int64(t));
     json_object_object_add(o, "accesses", u64(order->accesses));
     json_object_object_add(o, "order_lossy", json_object_new_boolean(order->lossy));
     if (order->lossy) {

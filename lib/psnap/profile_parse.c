@@ -14,6 +14,29 @@
 #include "memsnap/psnap.h"
 #include "profile_internal.h"
 
+/* 1 if sets (first, step, members) a and b are the same (members 0 and 1: one). */
+static int same_set(uint32_t a_first, uint32_t a_step, uint32_t a_members, uint32_t b_first,
+                    uint32_t b_step, uint32_t b_members) {
+  uint32_t a = a_members ? a_members : 1, b = b_members ? b_members : 1;
+  return a_first == b_first && a == b && (a == 1 || a_step == b_step);
+}
+
+int profile_site_in_order(const ms_psnap_profile *profile, const ms_psnap_site *site,
+                          uint32_t t) {
+  if (!profile->blocks) return site->thread == t;
+  const ms_psnap_thread_order *o = &profile->threads[t];
+  return same_set(site->thread, site->thread_step, site->thread_members, o->thread,
+                  o->thread_step, o->thread_members) &&
+         same_set(site->rank, site->rank_step, site->rank_members, o->rank, o->rank_step,
+                  o->rank_members);
+}
+
+int profile_sites_together(const ms_psnap_site *a, const ms_psnap_site *b) {
+  return same_set(a->thread, a->thread_step, a->thread_members, b->thread, b->thread_step,
+                  b->thread_members) &&
+         same_set(a->rank, a->rank_step, a->rank_members, b->rank, b->rank_step, b->rank_members);
+}
+
 int profile_add_location(ms_psnap_profile *profile, const char *function, const char *file,
                          uint32_t line, uint64_t pc) {
   int64_t id = ms_site_table_add(profile->info.sites, pc, NULL, function, file, line);
@@ -95,18 +118,18 @@ int profile_check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsign
   uint64_t total = 0;
   for (uint32_t s = 0; rc == 0 && s < profile->site_count; s++) {
     const ms_psnap_site *site = &profile->sites[s];
-    uint64_t expected = site->thread == t ? site->count : 0;
+    uint64_t expected = profile_site_in_order(profile, site, t) ? site->count : 0;
     if (uses[s] != expected)
       rc = ms_error_set(MS_ERR_FORMAT,
-                        "the order of thread %u uses site s%u %" PRIu64
+                        "the order of %s %u uses site s%u %" PRIu64
                         " times, its count is %" PRIu64,
-                        t, s, uses[s], expected);
+                        profile->blocks ? "block" : "thread", t, s, uses[s], expected);
     total += uses[s];
   }
   if (rc == 0 && total != order->accesses)
     rc = ms_error_set(MS_ERR_FORMAT,
-                      "thread %u: %" PRIu64 " accesses in the order, %" PRIu64 " declared", t,
-                      total, order->accesses);
+                      "%s %u: %" PRIu64 " accesses in the order, %" PRIu64 " declared",
+                      profile->blocks ? "block" : "thread", t, total, order->accesses);
   free(uses);
   if (rc < 0) {
     char message[512];
@@ -331,13 +354,49 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   if ((rc = profile_read_unsigned(r, 10, &site->count)) < 0) return rc;
   if (r->p < r->end && *r->p == 't') {
     r->p++;
-    if ((rc = profile_read_unsigned(r, 10, &value)) < 0) return rc;
-    if (value > UINT16_MAX) return read_error(r, "thread number too large");
-    site->thread = (uint16_t)value;
+    uint32_t first;
+    if ((rc = profile_read_set(r, UINT16_MAX, &first, &site->thread_step, &site->thread_members)) <
+        0)
+      return rc;
+    site->thread = (uint16_t)first;
   }
+  if (r->p < r->end && *r->p == 'r') {
+    if (!profile->blocks) return read_error(r, "a set of ranks in a profile not in block form");
+    r->p++;
+    if ((rc = profile_read_set(r, UINT32_MAX, &site->rank, &site->rank_step, &site->rank_members)) <
+        0)
+      return rc;
+  }
+  if (site->thread_members > 1 && !profile->blocks)
+    return read_error(r, "a set of threads in a profile not in block form");
   if (r->p >= r->end || *r->p != '@') return read_error(r, "expected @FIRST-ADDRESS");
   r->p++;
   if ((rc = profile_read_unsigned(r, 16, &site->first_address)) < 0) return rc;
+  /* @BASE+SLOPE*t+SLOPE*r: the slopes follow the base without a blank */
+  for (int axis = 0; axis < 2 && r->p < r->end && (*r->p == '+' || *r->p == '-') &&
+                     r->p[-1] != ' ';
+       axis++) {
+    char sign = *r->p++;
+    uint64_t magnitude;
+    if ((rc = profile_read_unsigned(r, 16, &magnitude)) < 0) return rc;
+    if (magnitude > (sign == '-' ? (uint64_t)1 << 63 : INT64_MAX))
+      return read_error(r, "slope out of the 64-bit range");
+    int64_t slope = sign == '-' ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+    if (r->p + 2 > r->end || r->p[0] != '*' || (r->p[1] != 't' && r->p[1] != 'r'))
+      return read_error(r, "expected *t or *r after the slope");
+    int on_rank = r->p[1] == 'r';
+    if ((on_rank ? site->rank_members : site->thread_members) < 2)
+      return read_error(r, "a slope needs a set of several %s", on_rank ? "ranks" : "threads");
+    if (on_rank ? site->per_rank != 0 : (axis > 0 || site->per_thread != 0))
+      return read_error(r, "one slope per thread and per rank, in this order");
+    if (slope == 0) return read_error(r, "a slope of 0 is not written");
+    *(on_rank ? &site->per_rank : &site->per_thread) = slope;
+    r->p += 2;
+    while (r->p < r->end && *r->p == ' ')
+      r->p++;
+  }
+  site->first_address += (uint64_t)site->per_thread * site->thread +
+                         (uint64_t)site->per_rank * site->rank;
   if (profile_key_is(r, "lossless"))
     stored = 2;
   else if (profile_key_is(r, "lossy")) {
@@ -455,11 +514,27 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
   uint64_t value;
   int rc;
   ms_expr_init(&order->order);
-  if (!profile_key_is(r, "thread")) return read_error(r, "expected 'thread %u'", t);
-  if ((rc = profile_read_unsigned(r, 10, &value)) < 0) return rc;
-  if (value != t) {
-    r->p = r->line;
-    return read_error(r, "expected thread %u here, found %" PRIu64, t, value);
+  if (profile->blocks) {
+    if (!profile_key_is(r, "block")) return read_error(r, "expected 'block tTHREADS rRANKS'");
+    if (r->p >= r->end || *r->p != 't') return read_error(r, "expected tTHREADS");
+    r->p++;
+    if ((rc = profile_read_set(r, UINT16_MAX, &order->thread, &order->thread_step,
+                               &order->thread_members)) < 0)
+      return rc;
+    if (r->p >= r->end || *r->p != 'r') return read_error(r, "expected rRANKS");
+    r->p++;
+    if ((rc = profile_read_set(r, UINT32_MAX, &order->rank, &order->rank_step,
+                               &order->rank_members)) < 0)
+      return rc;
+  } else {
+    if (!profile_key_is(r, "thread")) return read_error(r, "expected 'thread %u'", t);
+    if ((rc = profile_read_unsigned(r, 10, &value)) < 0) return rc;
+    if (value != t) {
+      r->p = r->line;
+      return read_error(r, "expected thread %u here, found %" PRIu64, t, value);
+    }
+    order->thread = t, order->thread_step = 1, order->thread_members = 1;
+    order->rank = profile->rank, order->rank_step = 1, order->rank_members = 1;
   }
   if (!profile_key_is(r, "accesses")) return read_error(r, "expected 'accesses N'");
   if ((rc = profile_read_unsigned(r, 10, &order->accesses)) < 0) return rc;
@@ -573,12 +648,25 @@ static int read_header(reader *r, ms_psnap_profile *profile) {
       profile->has_excluded = 1;
     } else if (profile_key_is(r, "accesses"))
       rc = profile_read_number_line(r, 10, &profile->access_count);
-    else if (profile_key_is(r, "sites")) {
+    else if (r->version == 2 && profile_key_is(r, "rank")) {
+      if ((rc = profile_read_number_line(r, 10, &value)) == 0 && value > UINT32_MAX)
+        rc = read_error(r, "rank number too large");
+      profile->rank = (uint32_t)value;
+      profile->has_rank = 1;
+    } else if (r->version == 2 && profile_key_is(r, "blocks")) {
+      if (have_threads) return read_error(r, "'threads' and 'blocks' in one header");
+      if ((rc = profile_read_number_line(r, 10, &value)) == 0 && value > (1u << 24))
+        rc = read_error(r, "too many blocks");
+      profile->thread_count = (uint32_t)value;
+      profile->blocks = 1;
+      have_threads = 1;
+    } else if (profile_key_is(r, "sites")) {
       if ((rc = profile_read_number_line(r, 10, &value)) == 0 && value > (1u << 24))
         rc = read_error(r, "too many sites");
       profile->site_count = (uint32_t)value;
       have_sites = 1;
     } else if (profile_key_is(r, "threads")) {
+      if (profile->blocks) return read_error(r, "'threads' and 'blocks' in one header");
       if ((rc = profile_read_number_line(r, 10, &value)) == 0 && value > UINT16_MAX + 1u)
         rc = read_error(r, "too many threads");
       profile->thread_count = (uint32_t)value;
@@ -588,6 +676,9 @@ static int read_header(reader *r, ms_psnap_profile *profile) {
   }
   if (rc == 0 && (!have_sites || !have_threads))
     rc = read_error(r, "the header lacks 'sites' or 'threads'");
+  if (rc == 0 && profile->blocks && profile->has_rank)
+    rc = read_error(r, "a profile in block form has no 'rank' line: its blocks say their ranks");
+
   if (rc == 0 && own_executable) {
     if (!info->program)
       return ms_error_set(MS_ERR_FORMAT, "%s:%u: 'selection executable' without a program line",
@@ -652,7 +743,7 @@ int profile_parse_text(const char *text, size_t size, const char *name, ms_psnap
       r.p = r.line, rc = read_error(&r, "expected site %u here, found %" PRIu64, i, id);
     if (rc == 0 && r.version == 1) rc = profile_legacy_site(&r, out, i);
     sites_read = i + 1;
-    if (rc == 0 && out->sites[i].thread >= out->thread_count)
+    if (rc == 0 && !out->blocks && out->sites[i].thread >= out->thread_count)
       rc = ms_error_set(MS_ERR_FORMAT, "%s:%u: site %u: thread %u but %u threads", name, r.number,
                         i, out->sites[i].thread, out->thread_count);
   }
@@ -662,7 +753,7 @@ int profile_parse_text(const char *text, size_t size, const char *name, ms_psnap
     const ms_psnap_site *anchor =
         site->tie_site < out->site_count ? &out->sites[site->tie_site] : NULL;
     if (!anchor || site->tie_site == i || !anchor->lossy || anchor->tied ||
-        anchor->thread != site->thread)
+        !profile_sites_together(anchor, site))
       rc = ms_error_set(MS_ERR_FORMAT,
                         "%s: site s%u: tied to s%u, which is not another lossy, untied site of "
                         "its thread",
@@ -679,7 +770,15 @@ int profile_parse_text(const char *text, size_t size, const char *name, ms_psnap
     else if ((rc = profile_read_number_line(&r, 10, &id)) == 0 && id != t)
       r.p = r.line, rc = read_error(&r, "expected thread %u here, found %" PRIu64, t, id);
     if (rc == 0 && r.version == 1) rc = profile_legacy_thread(&r, out, t);
-    if (rc == 0) total += out->threads[t].accesses;
+    if (rc == 0) {
+      const ms_psnap_thread_order *o = &out->threads[t];
+      uint64_t members = (uint64_t)(o->thread_members ? o->thread_members : 1) *
+                         (o->rank_members ? o->rank_members : 1),
+               held;
+      if (__builtin_mul_overflow(o->accesses, members, &held) ||
+          __builtin_add_overflow(total, held, &total))
+        rc = ms_error_set(MS_ERR_FORMAT, "%s: the blocks' accesses overflow 64 bits", name);
+    }
   }
   if (rc == 0 && r.p < r.end) rc = read_error(&r, "unexpected text after the last thread");
   if (rc == 0 && total != out->access_count)

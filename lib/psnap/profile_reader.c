@@ -1,6 +1,7 @@
 /* The line reader of the .psnap parsers (both versions): the text a line at a time, skipping
  * blank and comment lines, and the words, numbers and quoted strings of a line, with errors
  * that name file:line:column. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,4 +140,38 @@ char *profile_copy_rest(reader *r) {
   if (text) memcpy(text, r->p, n), text[n] = 0;
   r->p = r->end;
   return text;
+}
+
+int profile_read_set(reader *r, uint64_t largest, uint32_t *first, uint32_t *step,
+                     uint32_t *members) {
+  uint64_t a, b = 0, s = 1;
+  const char *start = r->p;
+  int rc = profile_read_unsigned(r, 10, &a);
+  if (rc < 0) return rc;
+  int range = r->p + 2 <= r->end && r->p[-1] != ' ' && r->p[0] == '.' && r->p[1] == '.';
+  if (range) {
+    r->p += 2;
+    if ((rc = profile_read_unsigned(r, 10, &b)) < 0) return rc;
+    if (r->p < r->end && *r->p == ':' && r->p[-1] != ' ') {
+      r->p++;
+      if ((rc = profile_read_unsigned(r, 10, &s)) < 0) return rc;
+    }
+  }
+  if (a > largest || b > largest) {
+    r->p = start;
+    return read_error(r, "number too large (at most %" PRIu64 ")", largest);
+  }
+  *first = (uint32_t)a;
+  *step = 1;
+  *members = 1;
+  if (range) {
+    if (b <= a || s == 0 || s > UINT32_MAX || (b - a) % s != 0) {
+      r->p = start;
+      return read_error(r, "a set is A..B or A..B:STEP, A below B, B - A a multiple of STEP");
+    }
+    if ((b - a) / s + 1 > UINT32_MAX) return read_error(r, "set too large");
+    *step = (uint32_t)s;
+    *members = (uint32_t)((b - a) / s + 1);
+  }
+  return 0;
 }

@@ -68,17 +68,42 @@ static void write_file(FILE *out, const char *file) {
     fputs(file, out);
 }
 
-/* One line per site (docs/formats.md): sN KIND SIZE xCOUNT [tTHREAD] @FIRST STORAGE
- * [class=C] [at FILE:LINE] [pc=PC] [in FUNCTION]; lossy and lossless sites continue on
- * indented lines. */
-static int write_site(const ms_psnap_profile *profile, uint32_t id, const char *dir,
-                      size_t dir_length, FILE *out) {
-  const ms_psnap_site *site = &profile->sites[id];
+void profile_write_set(FILE *out, uint32_t first, uint32_t step, uint32_t members) {
+  fprintf(out, "%" PRIu32, first);
+  if (members > 1) {
+    fprintf(out, "..%" PRIu64, (uint64_t)first + (uint64_t)step * (members - 1));
+    if (step != 1) fprintf(out, ":%" PRIu32, step);
+  }
+}
+
+/* `+0x40*t`: one slope of a merged site's addresses (written only for sets of several) */
+static void write_slope(FILE *out, int64_t slope, char axis) {
+  uint64_t magnitude = slope < 0 ? 0 - (uint64_t)slope : (uint64_t)slope;
+  fprintf(out, "%c0x%" PRIx64 "*%c", slope < 0 ? '-' : '+', magnitude, axis);
+}
+
+/* One line per site (docs/formats.md): sN KIND SIZE xCOUNT [tTHREADS] [rRANKS]
+ * @BASE[+SLOPE*t][+SLOPE*r] STORAGE [class=C] [at FILE:LINE] [pc=PC] [in FUNCTION]; lossy
+ * and lossless sites continue on indented lines. */
+int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *site, uint32_t id,
+                       const char *dir, size_t dir_length, FILE *out) {
   const ms_site *where = ms_site_table_get(profile->info.sites, site->trace_site);
   fprintf(out, "s%" PRIu32 " %s %u x%" PRIu64, id, ms_access_kind_name((ms_access_kind)site->kind),
           site->size, site->count);
-  if (site->thread) fprintf(out, " t%u", site->thread);
-  fprintf(out, " @0x%" PRIx64, site->first_address);
+  if (site->thread || site->thread_members > 1) {
+    fputs(" t", out);
+    profile_write_set(out, site->thread, site->thread_step, site->thread_members);
+  }
+  if (profile->blocks && (site->rank || site->rank_members > 1)) {
+    fputs(" r", out);
+    profile_write_set(out, site->rank, site->rank_step, site->rank_members);
+  }
+  int64_t per_thread = site->thread_members > 1 ? site->per_thread : 0;
+  int64_t per_rank = site->rank_members > 1 ? site->per_rank : 0;
+  fprintf(out, " @0x%" PRIx64,
+          site->first_address - (uint64_t)per_thread * site->thread - (uint64_t)per_rank * site->rank);
+  if (per_thread) write_slope(out, per_thread, 't');
+  if (per_rank) write_slope(out, per_rank, 'r');
   int rc = 0;
   if (site->addresses)
     fputs(" lossless", out);
@@ -176,18 +201,26 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
   else if (strcmp(selection, "all") != 0)
     fprintf(out, "selection %s\n", selection);
   if (profile->has_excluded) fprintf(out, "excluded %" PRIu64 "\n", profile->excluded);
-  fprintf(out, "accesses %" PRIu64 "\nsites %" PRIu32 "\nthreads %" PRIu32 "\n",
-          profile->access_count, profile->site_count, profile->thread_count);
+  if (profile->has_rank && !profile->blocks) fprintf(out, "rank %" PRIu32 "\n", profile->rank);
+  fprintf(out, "accesses %" PRIu64 "\nsites %" PRIu32 "\n%s %" PRIu32 "\n", profile->access_count,
+          profile->site_count, profile->blocks ? "blocks" : "threads", profile->thread_count);
   const char *dir = NULL;
   size_t dir_length = source_dir(profile, &dir);
   if (dir_length) fprintf(out, "source-dir %.*s\n", (int)dir_length, dir);
   for (uint32_t i = 0; i < profile->site_count; i++) {
-    int rc = write_site(profile, i, dir, dir_length, out);
+    int rc = profile_write_site(profile, &profile->sites[i], i, dir, dir_length, out);
     if (rc < 0) return rc;
   }
   for (uint32_t t = 0; t < profile->thread_count; t++) {
     const ms_psnap_thread_order *order = &profile->threads[t];
-    fprintf(out, "thread %" PRIu32 " accesses %" PRIu64 " order", t, order->accesses);
+    if (profile->blocks) {
+      fputs("block t", out);
+      profile_write_set(out, order->thread, order->thread_step, order->thread_members);
+      fputs(" r", out);
+      profile_write_set(out, order->rank, order->rank_step, order->rank_members);
+      fprintf(out, " accesses %" PRIu64 " order", order->accesses);
+    } else
+      fprintf(out, "thread %" PRIu32 " accesses %" PRIu64 " order", t, order->accesses);
     if (!order->lossy) {
       if (order->order.total) fputc(' ', out);
       int rc = ms_expr_print(&order->order, MS_EXPR_SITES, out);

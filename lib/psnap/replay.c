@@ -1483,10 +1483,12 @@ static int replay_prepare(replay *r, const ms_psnap_replay_options *options) {
 int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_options *options,
                          ms_source **out) {
   *out = NULL;
-  replay *r = calloc(1, sizeof *r);
+  /* a profile in block form replays its lowest rank, all its threads */
+  int picked = profile->blocks ? ms_psnap_profile_pick(profile, -1, -1) : 0;
+  replay *r = picked == 0 ? calloc(1, sizeof *r) : NULL;
   if (!r) {
     ms_psnap_profile_free(profile);
-    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+    return picked < 0 ? picked : ms_error_set(MS_ERR_NOMEM, "out of memory");
   }
   r->source.ops = &replay_ops;
   r->profile = *profile;
@@ -1501,10 +1503,20 @@ int ms_psnap_replay_open(ms_psnap_profile *profile, const ms_psnap_replay_option
 }
 
 int ms_psnap_open(const char *path, ms_source **out) {
+  return ms_psnap_open_picked(path, -1, -1, out);
+}
+
+int ms_psnap_open_picked(const char *path, int64_t rank, int64_t thread, ms_source **out) {
   ms_psnap_profile profile;
   *out = NULL;
   int rc = ms_psnap_profile_load(path, &profile);
   if (rc < 0) return rc;
+  if ((rc = ms_psnap_profile_pick(&profile, rank, thread)) < 0) {
+    char message[512];
+    snprintf(message, sizeof message, "%s", ms_error_message());
+    ms_psnap_profile_free(&profile);
+    return ms_error_set(rc, "%s: %s", path, message);
+  }
   return ms_psnap_replay_open(&profile, NULL, out);
 }
 

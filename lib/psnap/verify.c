@@ -41,6 +41,7 @@ typedef struct verify_state {
   id_index by_key; /* site_key -> profile site */
   uint64_t index;
   ms_psnap_filter *filter; /* the profile's selection, applied to the trace */
+  int thread;              /* >= 0: only this thread of the trace is compared */
 } verify_state;
 
 static const ms_access *next_replayed(thread_replay *t) {
@@ -200,11 +201,19 @@ static const ms_access *compare(verify_state *v, const ms_site_table *trace_site
 }
 
 /* A replay of the profile (all of it, or the sites of `mask`), from its own copy. */
-static int open_replay(const char *path, const uint8_t *mask, ms_source **out) {
+static int open_replay(const char *path, const ms_verify_options *options, const uint8_t *mask,
+                       ms_source **out) {
   ms_psnap_profile copy;
   ms_psnap_replay_options o = {.site_mask = mask};
   int rc = ms_psnap_profile_load(path, &copy);
-  return rc < 0 ? rc : ms_psnap_replay_open(&copy, mask ? &o : NULL, out);
+  if (rc == 0)
+    rc = ms_psnap_profile_pick(&copy, options->pick_rank ? (int64_t)options->rank : -1,
+                               options->pick_thread ? (int64_t)options->thread : -1);
+  if (rc < 0) {
+    ms_psnap_profile_free(&copy);
+    return rc;
+  }
+  return ms_psnap_replay_open(&copy, mask ? &o : NULL, out);
 }
 
 /* The trace, filtered by the selection, against the replays; the selected accesses go to
@@ -224,6 +233,7 @@ static int compare_trace(verify_state *v, ms_source *trace, ms_hierarchy_set *se
     for (size_t i = 0; i < batch.count; i++) {
       const ms_access *a = &batch.accesses[i];
       int keep = ms_psnap_filter_keeps(v->filter, sites, a->site);
+      if (keep > 0 && v->thread >= 0 && a->thread != v->thread) keep = 0;
       if (keep < 0) n = keep;
       if (keep <= 0) {
         v->r->left_out += keep == 0;
@@ -261,8 +271,15 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
   memset(out, 0, sizeof *out);
   int rc = ms_psnap_profile_load(profile_path, &out->profile);
   if (rc < 0) return rc;
+  if ((rc = ms_psnap_profile_pick(&out->profile, o->pick_rank ? (int64_t)o->rank : -1,
+                                  o->pick_thread ? (int64_t)o->thread : -1)) < 0) {
+    char message[512];
+    snprintf(message, sizeof message, "%s", ms_error_message());
+    ms_psnap_profile_free(&out->profile);
+    return ms_error_set(rc, "%s: %s", profile_path, message);
+  }
   ms_psnap_profile *profile = &out->profile;
-  verify_state v = {.r = out, .profile = profile};
+  verify_state v = {.r = out, .profile = profile, .thread = o->pick_thread ? (int)o->thread : -1};
   ms_hierarchy_set *sets[2] = {NULL, NULL};
   ms_source *whole = NULL;
   ms_batch batch = {0};
@@ -280,7 +297,7 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
     }
     for (uint32_t s = 0; s < profile->site_count; s++)
       mask[s] = profile->sites[s].thread == t;
-    rc = open_replay(profile_path, mask, &v.threads[t].source);
+    rc = open_replay(profile_path, o, mask, &v.threads[t].source);
     free(mask);
     if (rc == 0) rc = ms_batch_init(&v.threads[t].batch, 0);
   }
@@ -308,7 +325,7 @@ int ms_psnap_verify(const char *profile_path, ms_source *trace, const ms_verify_
     /* the whole replay, as `memsnap sim PROFILE` simulates it (or, whole, the run with
      * the replay in the selection's place, made above) */
     int n = 0;
-    if (!o->whole) rc = open_replay(profile_path, NULL, &whole);
+    if (!o->whole) rc = open_replay(profile_path, o, NULL, &whole);
     while (rc == 0 && !o->whole && (n = ms_source_next(whole, &batch)) > 0)
       rc = ms_hierarchy_set_access_batch(sets[1], &batch);
     if (rc == 0 && n < 0) rc = n;

@@ -78,7 +78,9 @@ class CaptureOptions(Structure):
 
 class OpenOptions(Structure):
     _fields_ = [("capture", CaptureOptions), ("expand_seeds", c_int),
-                ("seed_footprint", c_uint64), ("seed_length", c_uint64)]
+                ("seed_footprint", c_uint64), ("seed_length", c_uint64),
+                ("pick_rank", c_int), ("pick_thread", c_int), ("rank", c_uint32),
+                ("thread", c_uint32)]
 
 
 # memsnap/cache.h

@@ -385,15 +385,27 @@ static void batch_capacity_does_not_change_replay(void **state) {
   }
 }
 
-/* Four threads: each thread's replay is its accesses in its order. */
+/* Four threads: each thread's replay is its accesses in its order, whether the threads
+ * are kept apart or merged into one block (each fills its own array, 10000 doubles after
+ * the last thread's: 80000 bytes apart). */
 static void threads_replay_exactly(void **state) {
   (void)state;
   record("threads4", 10000, "threads.mtr");
+  assert_int_equal(
+      test_memsnap_in(dir, "profile -q --keep-threads -f worker -o apart.psnap threads.mtr"), 0);
+  assert_round_trip("apart.psnap");
+  assert_replays_exactly("apart.psnap", "threads.mtr");
+  char *text = test_read_in(dir, "apart.psnap");
+  assert_non_null(strstr(text, "threads 5\n"));
+  free(text);
   assert_int_equal(test_memsnap_in(dir, "profile -q -f worker -o threads.psnap threads.mtr"), 0);
   assert_round_trip("threads.psnap");
   assert_replays_exactly("threads.psnap", "threads.mtr");
-  char *text = test_read_in(dir, "threads.psnap");
-  assert_non_null(strstr(text, "threads 5\n"));
+  text = test_read_in(dir, "threads.psnap");
+  assert_non_null(strstr(text, "blocks 2\n"));
+  assert_non_null(strstr(text, "block t0 r0 accesses 0 order\n"));
+  assert_non_null(strstr(text, "block t1..4 r0 accesses 10001 order s0^10000 s1\n"));
+  assert_non_null(strstr(text, "+0x13880*t +8^9999"));
   free(text);
 }
 

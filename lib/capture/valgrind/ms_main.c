@@ -21,8 +21,11 @@
  * Sizes are the true access size (32 for an AVX load), clamped to 255.
  * Threads: Valgrind runs one thread at a time, so instead of tagging each access the tool
  * writes a THREAD record whenever a different thread starts running client code. Thread
- * numbers are dense, in order of first appearance; a ThreadId reused by a new thread gets
- * a new number.
+ * numbers are dense, in order of creation (the main thread 0), not of first run: the
+ * scheduler decides which new thread runs first, and the numbers of the workers of a
+ * program that creates them in a loop must follow that loop for memsnap merge to find
+ * them affine (issue: threads4's third and fourth threads swapped from run to run). A
+ * ThreadId reused by a new thread gets a new number.
  *
  * Output channels. Fast mode (what memsnap uses): --memsnap-fd=N --memsnap-shm=M
  * --memsnap-credit=C --memsnap-slots=S. M is a shared memory file of S slots of 1 MiB
@@ -276,7 +279,9 @@ static void ms_start_client_code(ThreadId tid, ULong blocks_dispatched) {
 
 static void ms_thread_created(ThreadId parent, ThreadId child) {
   (void)parent;
-  thread_number[child] = THREAD_UNSEEN;
+  if (parent != VG_INVALID_THREADID && thread_number[parent] == THREAD_UNSEEN)
+    thread_number[parent] = threads_seen++;
+  thread_number[child] = threads_seen++;
   if (child == running_tid) running_tid = VG_INVALID_THREADID;
 }
 
