@@ -522,8 +522,8 @@ int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t threa
                           thread, profile->thread_count ? profile->thread_count - 1 : 0);
     normalize(profile);
   }
-  uint32_t r = rank >= 0 ? (uint32_t)rank : lowest_rank(profile);
   if (rank > UINT32_MAX) return ms_error_set(MS_ERR_ARG, "--rank %" PRId64 ": too large", rank);
+  uint32_t r = rank >= 0 ? (uint32_t)rank : lowest_rank(profile);
   pick_entry *entries = NULL;
   size_t count = 0, capacity = 0;
   int rc = 0, rank_seen = 0;
@@ -577,7 +577,7 @@ int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t threa
   uint32_t *map = rc == 0 ? malloc(((size_t)profile->site_count + 1) * sizeof *map) : NULL;
   if (rc == 0 && !map) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
   if (rc == 0) memset(map, 0xff, ((size_t)profile->site_count + 1) * sizeof *map);
-  out.thread_count = threads;
+  if (rc == 0) out.thread_count = threads;
   for (uint32_t t = 0; rc == 0 && t < threads; t++) {
     ms_psnap_thread_order *o = &out.threads[t];
     o->thread = t, o->thread_step = 1, o->thread_members = 1;
