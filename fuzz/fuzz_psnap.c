@@ -2,7 +2,8 @@
  * (told by the magic: seeds of both kinds are in the corpus). A profile that parses
  * must write back to text that parses to the same text (the round trip), must go
  * through compression and back to the same text, and must replay (the first accesses,
- * and from a few starting points) without a crash. */
+ * and from a few starting points) without a crash; its threads merged and one picked
+ * back, without a crash. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (unpacked_size != text_size || memcmp(text, unpacked, text_size) != 0) abort();
   replay_some(text, text_size, 0);
   replay_some(text, text_size, total / 2);
+  /* threads merged into blocks, and a rank and thread picked back (memory errors only:
+   * the merge's own round trip is tests/psnap/test_psnap_merge.c's) */
+  if (ms_psnap_profile_parse(text, text_size, "fuzz-merge", &profile) == 0) {
+    if (ms_psnap_merge_threads(&profile) >= 0) ms_psnap_profile_pick(&profile, -1, 1);
+    ms_psnap_profile_free(&profile);
+  }
   replay_some(packed, packed_size, total > 3 ? total - 3 : 0);
   free(text);
   free(again);

@@ -232,8 +232,7 @@ int cmd_profile(int argc, char **argv) {
                 result->info.thread_count, result->thread_count);
       else
         fprintf(stderr, "memsnap profile: %s: %llu accesses, %u sites, %u threads; ", output,
-                (unsigned long long)result->access_count, result->site_count,
-                result->thread_count);
+                (unsigned long long)result->access_count, result->site_count, result->thread_count);
       if (lossy.sites)
         fprintf(stderr, "%u sites lossy (over --site-cap %u: %.1f%% of the accesses)", lossy.sites,
                 settings.site_cap, 100.0 * (double)lossy.accesses / total);

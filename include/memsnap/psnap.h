@@ -4,8 +4,8 @@
  * *sites*: one site per (thread, instruction, kind, size), so that every access of a site
  * has the same thread, kind and size (an instruction issuing two sizes or kinds becomes
  * two profile sites). A site's addresses are its first address followed by its stride
- * pattern, an expression of nested repetitions (memsnap/expr.h) such as `((+16^15 +48)^127 +16^15 -36816)`,
- * read cyclically: the pattern is repeated as often as the site's count requires (the
+ * pattern, an expression of nested repetitions (memsnap/expr.h) such as `((+16^15 +48)^127 +16^15
+ * -36816)`, read cyclically: the pattern is repeated as often as the site's count requires (the
  * paper's reading of a replay pattern; an exact fold has exactly count-1 strides and
  * never wraps). The order of each thread is an expression of the same kind over site
  * numbers, `(s0 s1 s2)^100000`. Sites whose strides do not fit in a pattern of the size
@@ -51,7 +51,7 @@ MS_API int ms_stride_class_parse(const char *name);           /* -1 if unknown *
 typedef struct ms_stride_history {
   int64_t *strides;
   uint64_t *counts;
-  uint64_t *rows; /* rows[i * width + j] */
+  uint64_t *rows;            /* rows[i * width + j] */
   uint32_t unique, capacity; /* capacity: most unique strides kept */
   uint32_t width;            /* strides, counts and rows have room for this many (grown up
                                 to capacity: most sites have few strides) */
@@ -94,7 +94,7 @@ static inline int ms_stride_history_add(ms_stride_history *history, int64_t stri
  * `repeat` the repeat value; for a complex repeat, one row per dominant line. */
 typedef struct ms_stride_decoding {
   ms_stride_class cls;
-  ms_expr pattern;    /* empty for undesignated */
+  ms_expr pattern;          /* empty for undesignated */
   uint32_t pattern_count;   /* dominant patterns (1 for a simple repeat) */
   uint64_t reduced[16][32]; /* replay pattern rows, then the master line (at most 16 x 32) */
   uint64_t repeat;          /* repeat value of the whole */
@@ -133,9 +133,9 @@ typedef struct ms_psnap_site {
   int64_t per_thread, per_rank;
   uint64_t count; /* accesses */
   uint64_t first_address;
-  ms_stride_class cls;   /* from the stride history */
-  int lossy;             /* addresses drawn from range/histogram */
-  ms_expr pattern; /* strides, read cyclically (exact sites) */
+  ms_stride_class cls; /* from the stride history */
+  int lossy;           /* addresses drawn from range/histogram */
+  ms_expr pattern;     /* strides, read cyclically (exact sites) */
   /* lossy sites */
   uint64_t low, high; /* address range, inclusive */
   uint64_t alignment; /* every address is first_address + k * alignment */
@@ -208,7 +208,7 @@ typedef struct ms_psnap_thread_order {
   uint32_t thread, thread_step, thread_members;
   uint32_t rank, rank_step, rank_members;
   uint64_t accesses;
-  int lossy;           /* the order exceeded its cap: transitions instead */
+  int lossy;     /* the order exceeded its cap: transitions instead */
   ms_expr order; /* site numbers (exact) */
   /* lossy: for each site, its successors and how often (PSnAP section III path counts) */
   uint32_t transition_count;
@@ -231,8 +231,8 @@ typedef struct ms_psnap_profile {
   /* Block form (memsnap merge; memsnap profile of threads that merge): threads[] are
    * blocks of threads and ranks, each site belongs to one block and has its sets. */
   int blocks;
-  int has_rank;        /* the profile is of one MPI rank (a `rank` line) */
-  uint32_t rank;       /* that rank */
+  int has_rank;      /* the profile is of one MPI rank (a `rank` line) */
+  uint32_t rank;     /* that rank */
   char *selection;   /* "all", "executable PATH", or the --function/--line filter as given */
   uint64_t excluded; /* accesses of the stream left out by the selection */
   int has_excluded;  /* the profile states `excluded` (profiles before it do not) */
@@ -311,10 +311,10 @@ typedef struct ms_psnap_options {
   int function_count;
   const char *const *lines; /* ... or at these file:line (file matched by its end) */
   int line_count;
-  int all_objects;       /* without functions or lines: keep every object (default: only the
-                            accesses of the program's own executable, if the stream names it) */
-  uint32_t order_window; /* order terms searched for loops (bodies of up to half of it);
-                            a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
+  int all_objects;        /* without functions or lines: keep every object (default: only the
+                             accesses of the program's own executable, if the stream names it) */
+  uint32_t order_window;  /* order terms searched for loops (bodies of up to half of it);
+                             a power of two from 2 to MS_FOLD_MAX_WINDOW (default 1024) */
   uint32_t order_periods; /* a lossy order's path counts in at most this many periods of
                              the thread's accesses (default 1: the whole thread at once) */
   int keep_threads; /* no merge of threads that differ only by their addresses (default: merged,

@@ -13,11 +13,11 @@
  *
  * Steps (non-rectangular loops, docs/formats.md): a child of a group may change from one
  * iteration of that group to the next, `{-64,+8}` (value) and `^{9,-1}` (repeat), at any
- * depth, or with a group further up (`^{9,-1@2}`). finish keeps the written tree for the text and builds, for the cursors, a root
- * where each group whose children have steps is unrolled into the children of each of its
- * iterations (new nodes only for the children with steps: the other ids are shared), so
- * that every reader of `root` sees a plain expression. That costs memory per iteration of
- * such a group (the text stays one term per child), bounded by MS_EXPR_UNROLL_MAX
+ * depth, or with a group further up (`^{9,-1@2}`). finish keeps the written tree for the text and
+ * builds, for the cursors, a root where each group whose children have steps is unrolled into the
+ * children of each of its iterations (new nodes only for the children with steps: the other ids are
+ * shared), so that every reader of `root` sees a plain expression. That costs memory per iteration
+ * of such a group (the text stays one term per child), bounded by MS_EXPR_UNROLL_MAX
  * ("Unrolling" below).
  */
 #include <inttypes.h>
@@ -87,8 +87,10 @@ int ms_expr_set_steps(ms_expr *expr, uint32_t id, int64_t value_step, int64_t re
 int ms_expr_set_steps_level(ms_expr *expr, uint32_t id, int64_t value_step, int64_t repeat_step,
                             uint32_t level) {
   if (level > 63) return ms_error_set(MS_ERR_ARG, "a step's level is at most 63");
-  if (value_step == 0 && repeat_step == 0) level = 0;
-  else if (level == 0) level = 1;
+  if (value_step == 0 && repeat_step == 0)
+    level = 0;
+  else if (level == 0)
+    level = 1;
   if (value_step == 0 && repeat_step == 0 && id >= expr->step_count) return 0;
   if (id >= expr->step_count) {
     uint32_t count = id + 1 > expr->node_capacity ? id + 1 : expr->node_capacity;
@@ -201,7 +203,7 @@ static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id) {
                                          .first = node.first,
                                          .count = node.count});
   } else if (u->below[id] & 1) { /* its iterations differ: one run of children each */
-    if (free_of_context) { /* the runs of its largest count, made once */
+    if (free_of_context) {       /* the runs of its largest count, made once */
       if (!u->runs[id]) {
         uint32_t *ids, total;
         int rc = unroll_children(expr, u, id, u->iterations[id], &ids, &total);
@@ -211,8 +213,9 @@ static int64_t plain_node(ms_expr *expr, unroller *u, uint32_t id) {
         if (first < 0) return first;
         u->runs[id] = (uint32_t)first + 1;
       }
-      made = add_node(expr, (ms_expr_node){
-                                .repeat = 1, .first = u->runs[id] - 1, .count = (uint32_t)(repeat * node.count)});
+      made = add_node(expr, (ms_expr_node){.repeat = 1,
+                                           .first = u->runs[id] - 1,
+                                           .count = (uint32_t)(repeat * node.count)});
     } else {
       uint32_t *ids, total;
       int rc = unroll_children(expr, u, id, repeat, &ids, &total);
@@ -245,8 +248,8 @@ static int unroll_check(ms_expr *expr, unroller *u, uint32_t id) {
       if (level > u->top)
         return ms_error_set(MS_ERR_FORMAT, u->top ? "a step's level is beyond the groups around it"
                                                   : "a step belongs to an item of a group");
-      __int128 last = (__int128)repeat +
-                      (__int128)steps.repeat_step * (__int128)(u->stack[u->top - level] - 1);
+      __int128 last =
+          (__int128)repeat + (__int128)steps.repeat_step * (__int128)(u->stack[u->top - level] - 1);
       __int128 low = steps.repeat_step < 0 ? last : (__int128)repeat;
       __int128 most = steps.repeat_step < 0 ? (__int128)repeat : last;
       if (low < 1 || most > (__int128)UINT64_MAX)
@@ -255,7 +258,8 @@ static int unroll_check(ms_expr *expr, unroller *u, uint32_t id) {
     }
     if (high > u->iterations[child]) u->iterations[child] = high;
     if (expr->nodes[child].count && u->varies[child]) {
-      if (u->top == 64) return ms_error_set(MS_ERR_FORMAT, "groups with steps nested more than 64 deep");
+      if (u->top == 64)
+        return ms_error_set(MS_ERR_FORMAT, "groups with steps nested more than 64 deep");
       u->stack[u->top++] = high;
       int rc = unroll_check(expr, u, child);
       u->top--;
@@ -392,8 +396,7 @@ int ms_expr_copy(ms_expr *to, const ms_expr *from) {
   return ms_expr_finish(to, from->children + root->first, root->count);
 }
 
-int ms_expr_copy_mapped(ms_expr *to, const ms_expr *from, const uint32_t *map,
-                        uint32_t values) {
+int ms_expr_copy_mapped(ms_expr *to, const ms_expr *from, const uint32_t *map, uint32_t values) {
   ms_expr_init(to);
   for (uint32_t i = 0; i < from->written_nodes; i++) {
     if (i == from->text_root) continue;
@@ -485,8 +488,8 @@ static void print_node(const ms_expr *expr, uint32_t id, ms_expr_kind kind, text
     if (id != expr->text_root) text_append(out, ")", 1);
   }
   if (steps.repeat_step) {
-    n = snprintf(item, sizeof item, "^{%" PRIu64 ",%+" PRId64 "%s}", node->repeat, steps.repeat_step,
-                 level);
+    n = snprintf(item, sizeof item, "^{%" PRIu64 ",%+" PRId64 "%s}", node->repeat,
+                 steps.repeat_step, level);
     text_append(out, item, (size_t)n);
   } else if (node->repeat > 1) {
     n = snprintf(item, sizeof item, "^%" PRIu64, node->repeat);

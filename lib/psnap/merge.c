@@ -107,8 +107,8 @@ static int make_signature(mblock *b, int axis, uint32_t *local) {
   int rc = 0;
   uint32_t first, step, members;
   set_of(o, axis == AXIS_THREAD ? AXIS_RANK : AXIS_THREAD, &first, &step, &members);
-  fprintf(out, "%" PRIu64 " %d %u %u %u\n", o->accesses, o->lossy, first,
-          members > 1 ? step : 0, members);
+  fprintf(out, "%" PRIu64 " %d %u %u %u\n", o->accesses, o->lossy, first, members > 1 ? step : 0,
+          members);
   for (uint32_t k = 0; k < b->site_count; k++)
     local[b->sites[k]] = k;
   for (uint32_t k = 0; rc == 0 && k < b->site_count; k++) {
@@ -255,7 +255,8 @@ static int build(mblock *blocks, uint32_t count, ms_psnap_profile **sources, uin
   out->sites = calloc(sites ? sites : 1, sizeof *out->sites);
   ms_site_table *table = ms_site_table_new();
   uint32_t **maps = calloc(source_count, sizeof *maps);
-  int rc = out->threads && out->sites && table && maps ? 0 : ms_error_set(MS_ERR_NOMEM, "out of memory");
+  int rc =
+      out->threads && out->sites && table && maps ? 0 : ms_error_set(MS_ERR_NOMEM, "out of memory");
   for (uint32_t s = 0; rc == 0 && s < source_count; s++)
     if (!(maps[s] = malloc(((size_t)sources[s]->site_count + 1) * sizeof **maps)))
       rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -290,10 +291,9 @@ static int build(mblock *blocks, uint32_t count, ms_psnap_profile **sources, uin
       from->addresses = NULL;
       if (to->tied) to->tie_site = maps[s][to->tie_site];
       const ms_site *where = ms_site_table_get(p->info.sites, to->trace_site);
-      int64_t where_id =
-          ms_site_table_add(table, where ? where->pc : 0, where ? where->object : NULL,
-                            where ? where->function : NULL, where ? where->file : NULL,
-                            where ? where->line : 0);
+      int64_t where_id = ms_site_table_add(
+          table, where ? where->pc : 0, where ? where->object : NULL,
+          where ? where->function : NULL, where ? where->file : NULL, where ? where->line : 0);
       if (where_id < 0) rc = (int)where_id;
       to->trace_site = (uint32_t)where_id;
       out->site_count = id + 1;
@@ -456,7 +456,7 @@ static int by_rank(const void *a, const void *b) {
 
 int ms_psnap_merge(ms_psnap_profile *profiles, uint32_t count, ms_psnap_profile *out) {
   int rc = 0;
-  for (uint32_t i = 0; rc == 0 && i < count; i++)
+  for (uint32_t i = 0; rc == 0 && count > 1 && i < count; i++)
     if (!profiles[i].blocks && !profiles[i].has_rank)
       rc = ms_error_set(MS_ERR_ARG,
                         "profile %u of %u has no rank: merging ranks needs a 'rank' line "
@@ -553,7 +553,8 @@ int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t threa
   if (rc == 0) qsort(entries, count, sizeof *entries, by_thread);
   for (size_t i = 1; rc == 0 && i < count; i++)
     if (entries[i].thread == entries[i - 1].thread)
-      rc = ms_error_set(MS_ERR_FORMAT, "thread %u of rank %u is in two blocks", entries[i].thread, r);
+      rc = ms_error_set(MS_ERR_FORMAT, "thread %u of rank %u is in two blocks", entries[i].thread,
+                        r);
   /* the sites of each block, found once */
   mblock *blocks = rc == 0 ? calloc(profile->thread_count + 1, sizeof *blocks) : NULL;
   if (rc == 0 && !blocks) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
@@ -594,7 +595,8 @@ int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t threa
     for (uint32_t k = 0; rc == 0 && k < b->site_count; k++) {
       const ms_psnap_site *s = &profile->sites[b->sites[k]];
       ms_psnap_site *d = &out.sites[next + k];
-      uint64_t delta = (uint64_t)s->per_thread * (t - s->thread) + (uint64_t)s->per_rank * (r - s->rank);
+      uint64_t delta =
+          (uint64_t)s->per_thread * (t - s->thread) + (uint64_t)s->per_rank * (r - s->rank);
       *d = *s;
       ms_expr_init(&d->pattern);
       d->histogram = NULL;

@@ -134,10 +134,10 @@ int ms_psnap_profile_write_json(const ms_psnap_profile *p, const uint8_t *mask, 
     if (p->blocks) {
       /* a block: its threads and ranks, each with these accesses */
       json_object_object_add(o, "block", json_object_new_int64(t));
-      json_object_object_add(o, "threads", set_json(order->thread, order->thread_step,
-                                                    order->thread_members));
-      json_object_object_add(o, "ranks", set_json(order->rank, order->rank_step,
-                                                  order->rank_members));
+      json_object_object_add(o, "threads",
+                             set_json(order->thread, order->thread_step, order->thread_members));
+      json_object_object_add(o, "ranks",
+                             set_json(order->rank, order->rank_step, order->rank_members));
     } else
       json_object_object_add(o, "thread", json_object_new_int64(t));
     json_object_object_add(o, "accesses", u64(order->accesses));

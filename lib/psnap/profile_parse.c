@@ -21,12 +21,11 @@ static int same_set(uint32_t a_first, uint32_t a_step, uint32_t a_members, uint3
   return a_first == b_first && a == b && (a == 1 || a_step == b_step);
 }
 
-int profile_site_in_order(const ms_psnap_profile *profile, const ms_psnap_site *site,
-                          uint32_t t) {
+int profile_site_in_order(const ms_psnap_profile *profile, const ms_psnap_site *site, uint32_t t) {
   if (!profile->blocks) return site->thread == t;
   const ms_psnap_thread_order *o = &profile->threads[t];
-  return same_set(site->thread, site->thread_step, site->thread_members, o->thread,
-                  o->thread_step, o->thread_members) &&
+  return same_set(site->thread, site->thread_step, site->thread_members, o->thread, o->thread_step,
+                  o->thread_members) &&
          same_set(site->rank, site->rank_step, site->rank_members, o->rank, o->rank_step,
                   o->rank_members);
 }
@@ -121,8 +120,7 @@ int profile_check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsign
     uint64_t expected = profile_site_in_order(profile, site, t) ? site->count : 0;
     if (uses[s] != expected)
       rc = ms_error_set(MS_ERR_FORMAT,
-                        "the order of %s %u uses site s%u %" PRIu64
-                        " times, its count is %" PRIu64,
+                        "the order of %s %u uses site s%u %" PRIu64 " times, its count is %" PRIu64,
                         profile->blocks ? "block" : "thread", t, s, uses[s], expected);
     total += uses[s];
   }
@@ -373,8 +371,7 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   r->p++;
   if ((rc = profile_read_unsigned(r, 16, &site->first_address)) < 0) return rc;
   /* @BASE+SLOPE*t+SLOPE*r: the slopes follow the base without a blank */
-  for (int axis = 0; axis < 2 && r->p < r->end && (*r->p == '+' || *r->p == '-') &&
-                     r->p[-1] != ' ';
+  for (int axis = 0; axis < 2 && r->p < r->end && (*r->p == '+' || *r->p == '-') && r->p[-1] != ' ';
        axis++) {
     char sign = *r->p++;
     uint64_t magnitude;
@@ -395,8 +392,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     while (r->p < r->end && *r->p == ' ')
       r->p++;
   }
-  site->first_address += (uint64_t)site->per_thread * site->thread +
-                         (uint64_t)site->per_rank * site->rank;
+  site->first_address +=
+      (uint64_t)site->per_thread * site->thread + (uint64_t)site->per_rank * site->rank;
   if (profile_key_is(r, "lossless"))
     stored = 2;
   else if (profile_key_is(r, "lossy")) {
@@ -419,8 +416,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   const char *pattern_end = r->p;
   while (pattern_end > pattern && pattern_end[-1] == ' ')
     pattern_end--;
-  rc = ms_expr_parse(&site->pattern, pattern, (size_t)(pattern_end - pattern),
-                           MS_EXPR_STRIDES, r->name, r->number, (unsigned)(pattern - r->line) + 1);
+  rc = ms_expr_parse(&site->pattern, pattern, (size_t)(pattern_end - pattern), MS_EXPR_STRIDES,
+                     r->name, r->number, (unsigned)(pattern - r->line) + 1);
   if (rc < 0) return rc;
   if (r->p + 6 <= r->end && !memcmp(r->p, "class=", 6)) {
     r->p += 6;
@@ -478,18 +475,19 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     } else if (stored == 2 && !site->addresses && profile_key_is(r, "addresses"))
       rc = profile_read_addresses(r, site);
     else
-      rc = read_error(r, stored == 1
-                             ? (site->tied             ? "nothing follows the tie line"
-                                : site->shared_accesses ? "only a tie line follows the shared line"
-                                : touches ? "only shared and tie lines follow the first-touch line"
-                                : site->reuse_accesses
-                                    ? "only first-touch, shared and tie lines follow the reuse line"
-                                : strides ? "only reuse, first-touch, shared and tie lines follow the strides line"
-                                : histograms == MS_PSNAP_SEGMENTS
-                                    ? "expected a strides line or the next site"
-                                    : "expected a histogram line")
-                         : stored == 2 ? "expected one addresses line"
-                                       : "an exact site has no indented lines");
+      rc = read_error(
+          r,
+          stored == 1
+              ? (site->tied              ? "nothing follows the tie line"
+                 : site->shared_accesses ? "only a tie line follows the shared line"
+                 : touches               ? "only shared and tie lines follow the first-touch line"
+                 : site->reuse_accesses
+                     ? "only first-touch, shared and tie lines follow the reuse line"
+                 : strides ? "only reuse, first-touch, shared and tie lines follow the strides line"
+                 : histograms == MS_PSNAP_SEGMENTS ? "expected a strides line or the next site"
+                                                   : "expected a histogram line")
+          : stored == 2 ? "expected one addresses line"
+                        : "an exact site has no indented lines");
   }
   if (rc == 0 && stored == 1 && histograms != MS_PSNAP_SEGMENTS)
     rc = read_error(r, "lossy site %u needs %d histogram lines", id, MS_PSNAP_SEGMENTS);
@@ -553,7 +551,7 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
     }
     if ((rc = profile_read_end(r)) < 0) return rc;
   } else if ((rc = ms_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_EXPR_SITES,
-                                       r->name, r->number, (unsigned)(r->p - r->line) + 1)) < 0)
+                                 r->name, r->number, (unsigned)(r->p - r->line) + 1)) < 0)
     return rc;
   uint64_t period = 0;
   int period_seen = 0;

@@ -101,7 +101,8 @@ int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *sit
   int64_t per_thread = site->thread_members > 1 ? site->per_thread : 0;
   int64_t per_rank = site->rank_members > 1 ? site->per_rank : 0;
   fprintf(out, " @0x%" PRIx64,
-          site->first_address - (uint64_t)per_thread * site->thread - (uint64_t)per_rank * site->rank);
+          site->first_address - (uint64_t)per_thread * site->thread -
+              (uint64_t)per_rank * site->rank);
   if (per_thread) write_slope(out, per_thread, 't');
   if (per_rank) write_slope(out, per_rank, 'r');
   int rc = 0;

@@ -51,6 +51,14 @@ static void loop_bytes(const char *name, int fill, int sum, uint64_t *stored, ui
   ms_source_destroy(source);
 }
 
+/* dir/out holds text (what the last command printed). */
+static void assert_out_contains(const char *text) {
+  char *out = test_read_in(dir, "out");
+  assert_non_null(out);
+  if (!strstr(out, text)) fail_msg("'%s' not in:\n%s", text, out);
+  free(out);
+}
+
 static int mpirun(const char *memsnap_args) {
   /* root in CI containers: Open MPI refuses to run as root unless told */
   return test_run("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
@@ -85,6 +93,26 @@ static void test_one_trace_per_rank(void **state) {
   char literal[1100];
   snprintf(literal, sizeof literal, "%s/ring.%%r.mtr", dir);
   assert_int_equal(access(literal, F_OK), -1);
+
+  /* the ranks' profiles merged into one, from which each rank replays its own trace
+   * exactly; live under mpirun, each profile states its rank */
+  for (int rank = 0; rank < 2; rank++)
+    assert_int_equal(
+        test_memsnap_in(dir, "profile -q --rank %d -o ring.%d.psnap ring.%d.mtr", rank, rank, rank),
+        0);
+  assert_int_equal(test_memsnap_in(dir, "merge -q -o ring.psnap ring.1.psnap ring.0.psnap"), 0);
+  for (int rank = 0; rank < 2; rank++) {
+    assert_int_equal(
+        test_memsnap_in(dir, "verify --no-cache ring.psnap ring.%d.mtr --rank %d", rank, rank), 0);
+    assert_out_contains("exact match: 100.0000%");
+  }
+  assert_int_equal(test_memsnap_in(dir, "verify --no-cache ring.psnap ring.1.mtr --rank 2"), 2);
+  snprintf(args, sizeof args, "profile -q -o live.%%r.psnap -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);
+  assert_int_equal(mpirun(args), 0);
+  assert_int_equal(test_run("cd '%s' && grep -qx 'rank 0' live.0.psnap && "
+                            "grep -qx 'rank 1' live.1.psnap",
+                            dir),
+                   0);
 
   /* no -o: each rank its own default name */
   snprintf(args, sizeof args, "record -q -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);

@@ -165,21 +165,21 @@ static void threads_merge_where_affine(void **state) {
   for (int b = 0; b < 32; b++)
     strcat(histogram, b == 0 ? " 1" : " 0");
   char *text;
-  int rc = asprintf(
-      &text,
-      "psnap 2\nprogram \"omp\"\naccesses 29\nsites 6\nthreads 5\n"
-      "s0 load 8 x2 @0x100 +8 in main\n"
-      "s1 store 8 x4 t1 @0x12000 +8^3 in work\n"
-      "s2 store 8 x4 t2 @0x14000 +8^3 in work\n"
-      "s3 store 8 x4 t3 @0x16000 +8^3 in work\n"
-      "s4 store 8 x4 t4 @0x90000 +8^3 in work\n"
-      "s5 load 8 x11 t3 @0x40000 lossy range 0x40000 0x40ff8 align 8 in look\n"
-      "  histogram%s\n  histogram%s\n  histogram%s\n  histogram%s\n"
-      "  histogram%s\n  histogram%s\n  histogram%s\n  histogram%s\n"
-      "thread 0 accesses 2 order s0^2\nthread 1 accesses 4 order s1^4\n"
-      "thread 2 accesses 4 order s2^4\nthread 3 accesses 15 order s3^4 s5^11\n"
-      "thread 4 accesses 4 order s4^4\n",
-      histogram, histogram, histogram, histogram, histogram, histogram, histogram, histogram);
+  int rc = asprintf(&text,
+                    "psnap 2\nprogram \"omp\"\naccesses 29\nsites 6\nthreads 5\n"
+                    "s0 load 8 x2 @0x100 +8 in main\n"
+                    "s1 store 8 x4 t1 @0x12000 +8^3 in work\n"
+                    "s2 store 8 x4 t2 @0x14000 +8^3 in work\n"
+                    "s3 store 8 x4 t3 @0x16000 +8^3 in work\n"
+                    "s4 store 8 x4 t4 @0x90000 +8^3 in work\n"
+                    "s5 load 8 x11 t3 @0x40000 lossy range 0x40000 0x40ff8 align 8 in look\n"
+                    "  histogram%s\n  histogram%s\n  histogram%s\n  histogram%s\n"
+                    "  histogram%s\n  histogram%s\n  histogram%s\n  histogram%s\n"
+                    "thread 0 accesses 2 order s0^2\nthread 1 accesses 4 order s1^4\n"
+                    "thread 2 accesses 4 order s2^4\nthread 3 accesses 15 order s3^4 s5^11\n"
+                    "thread 4 accesses 4 order s4^4\n",
+                    histogram, histogram, histogram, histogram, histogram, histogram, histogram,
+                    histogram);
   assert_true(rc > 0);
   /* thread 3's lossy site makes it unlike 1 and 2: 0, 1..2, 3, 4 */
   ms_psnap_profile p;
@@ -288,9 +288,8 @@ static void bad_blocks_are_refused(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ms_psnap_profile p;
-    assert_int_equal(
-        ms_psnap_profile_parse(cases[i].text, strlen(cases[i].text), "bad.psnap", &p),
-        MS_ERR_FORMAT);
+    assert_int_equal(ms_psnap_profile_parse(cases[i].text, strlen(cases[i].text), "bad.psnap", &p),
+                     MS_ERR_FORMAT);
     if (!strstr(ms_error_message(), cases[i].message))
       fail_msg("case %zu: '%s' lacks '%s'", i, ms_error_message(), cases[i].message);
     assert_non_null(strstr(ms_error_message(), "bad.psnap"));
