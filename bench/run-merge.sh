@@ -68,7 +68,7 @@ ranks() {
   psnap=$(bytes "$dir"/app.*.psnap)
   mtr=$(bytes "$dir"/app.*.mtr)
   merge=$(merged "$dir/merged.psnap" "$dir"/app.*.psnap)
-  rm -rf "$dir"
+  last_ranks=$dir # kept for the verification and the merge costs below
 }
 
 growth() { case "$1$2" in *[!0-9]*) echo n/a ;; *) echo "$(ratio "$2" "$1")x" ;; esac; }
@@ -92,3 +92,31 @@ mpi_stencil (ranks)|ranks|mpi_stencil|2|16|
 EOF
 echo "(ratio: the larger run over the smaller; a merged profile near constant in size: near 1.00x)"
 echo "(bars, merged ratio: omp_vadd <= 1.10x, omp_matmul <= 2.00x, mpi_stencil <= 1.20x)"
+
+# The largest stencil run's merged profile against each rank's own trace (bar: every rank
+# 100% exact), then the merge's cost: 64 and 256 rank profiles made from its 16 (each
+# file's `rank` line rewritten: rank r + 16 k is rank r's profile), merged in one process
+# against reading them (bench_merge: bar <= 2), and by `mpirun -n 2 memsnap merge` against
+# one process (bar: faster).
+dir=$last_ranks
+worst=100
+for ((r = 0; r < 16; r++)); do
+  exact=$("$memsnap" verify --no-cache --rank "$r" "$dir/merged.psnap" "$dir/app.$r.mtr" |
+    sed -n 's/^exact match: \([0-9.]*\)%.*/\1/p' || true)
+  worst=$(awk -v a="$worst" -v b="${exact:-0}" 'BEGIN { print (b < a) ? b : a }')
+done
+echo "mpi_stencil 16 ranks: lowest exact match of a rank's replay against its trace: $worst% (bar: 100%)"
+for n in 64 256; do
+  mkdir -p "$dir/$n"
+  for ((r = 0; r < n; r++)); do
+    sed "s/^rank [0-9]*$/rank $r/" "$dir/app.$((r % 16)).psnap" > "$dir/$n/app.$r.psnap"
+  done
+done
+"$build/bench/bench_merge" "$dir"/64/app.*.psnap | sed 's/^/merge of 64 stencil rank profiles: /'
+echo "  (bar: merge/read <= 2)"
+one=$( { /usr/bin/time -f %e "$memsnap" merge -q -o "$dir/one.psnap" "$dir"/256/app.*.psnap; } 2>&1 | tail -1)
+two=$( { /usr/bin/time -f %e "$mpiexec" --oversubscribe -n 2 "$memsnap" merge -q -o "$dir/two.psnap" \
+  "$dir"/256/app.*.psnap; } 2>&1 | tail -1)
+same=$(cmp -s "$dir/one.psnap" "$dir/two.psnap" && echo "the same bytes" || echo "DIFFERENT bytes")
+echo "merge of 256 stencil rank profiles: one process ${one} s, mpirun -n 2 ${two} s, ratio $(ratio "$two" "$one")x, $same (bar: < 1, same bytes)"
+rm -rf "$dir"

@@ -42,7 +42,7 @@ if(NOT GNUPLOT_EXECUTABLE)
 endif()
 
 # Open MPI: tests/kernels/mpi_ring.c, the program of the multi-process tests (memsnap
-# itself does not link MPI; it runs under mpirun like any rank).
+# itself does not link MPI; it runs under mpirun like any rank) and memsnap-merge-mpi.
 find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND OR NOT MPIEXEC_EXECUTABLE)
   message(FATAL_ERROR "MPI (mpicc, mpirun) not found: install the Debian packages 'openmpi-bin' and 'libopenmpi-dev' (or run scripts/install-deps.sh)")

@@ -42,8 +42,27 @@ const char *cli_mpi_rank(void) {
   return NULL;
 }
 
+long cli_mpi_size(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                      "SLURM_NTASKS"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *value = getenv(names[i]);
+    if (value && *value) return strtol(value, NULL, 10);
+  }
+  return 1;
+}
+
 char *cli_output_name(const char *command, const char *option, const char *pattern) {
   size_t size = strlen(pattern) + 1, used = 0;
+  /* every rank of an MPI job writing one file: the last to finish would win, silently */
+  if (cli_mpi_size() > 1 && !strstr(pattern, "%r") && strcmp(pattern, "-") &&
+      strncmp(pattern, "/dev/", 5)) {
+    cli_error(command,
+              "%s %s: the %ld processes of this MPI job would all write this one file; name "
+              "each rank's with %%r (app.%%r.psnap), then memsnap merge them if they are profiles",
+              option, pattern, cli_mpi_size());
+    return NULL;
+  }
   for (const char *p = pattern; (p = strchr(p, '%')); p++)
     size += 32; /* room for a pid or a rank */
   char *name = malloc(size);

@@ -48,10 +48,14 @@ void cli_fifo_notice(const char *name);
 /* The MPI rank of this process from its launcher's environment (OMPI_COMM_WORLD_RANK,
  * PMIX_RANK, PMI_RANK, MV2_COMM_WORLD_RANK, SLURM_PROCID, the first set), or NULL. */
 const char *cli_mpi_rank(void);
+/* The number of processes of this process's MPI job (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+ * MV2_COMM_WORLD_SIZE, SLURM_NTASKS), 1 if none. */
+long cli_mpi_size(void);
 /* An output name with its patterns expanded, for programs run as many processes (mpirun
  * -n 4 memsnap record -o app.%r.mtr -- ./app): %r the MPI rank (cli_mpi_rank; an error if
- * there is none), %p this process's pid, %% a '%'. A malloc'ed name, or NULL after a
- * message naming `option` (exit status 2). */
+ * there is none), %p this process's pid, %% a '%'. A name without %r in a job of several
+ * processes is an error (they would all write it), but for - and /dev/ files. A malloc'ed name, or
+ * NULL after a message naming `option` (exit status 2). */
 char *cli_output_name(const char *command, const char *option, const char *pattern);
 
 /* After getopt_long returned ':' (missing value) or '?' (unknown option): one line naming

@@ -9,9 +9,11 @@
  * mpirun or with --rank), or are merged profiles themselves.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "memsnap/error.h"
@@ -24,11 +26,35 @@ static void usage(FILE *to) {
               "  into one profile in block form: threads and ranks whose sites and orders are\n"
               "  the same but for addresses affine in their numbers become one block. Of one\n"
               "  profile, merges its threads. Readers pick a rank and thread with --rank R\n"
-              "  --thread T (default: the lowest rank, all its threads).\n"
+              "  --thread T (default: the lowest rank, all its threads). Under mpirun -n K,\n"
+              "  the K processes share the work (memsnap-merge-mpi) and write the same bytes.\n"
               "  -o, --output FILE     merged profile (default: standard output; FILE.zst is\n"
               "                        compressed with zstd)\n"
               "  -z, --compress        compress with zstd whatever the name\n"
               "  -q, --quiet           no summary line\n");
+}
+
+/* Under mpirun with several processes: memsnap-merge-mpi, beside this program, does the
+ * merge over MPI (programs/mpi/merge_mpi.c); returns only if it cannot be started. */
+static int exec_over_mpi(const char *command, int argc, char **argv) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
+  if (n <= 0) {
+    cli_error(command, "cannot find memsnap-merge-mpi: /proc/self/exe unreadable");
+    return 1;
+  }
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  strcpy(slash ? slash + 1 : self, "memsnap-merge-mpi");
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args) return 1;
+  args[0] = self;
+  for (int i = 1; i < argc; i++)
+    args[i] = argv[i];
+  execv(self, args);
+  cli_error(command, "%s: cannot start it (%m): the merge over MPI needs it beside memsnap", self);
+  free(args);
+  return 1;
 }
 
 int cmd_merge(int argc, char **argv) {
@@ -60,6 +86,7 @@ int cmd_merge(int argc, char **argv) {
     cli_error(argv[0], "--rank and --thread pick in a profile; merge takes whole profiles");
     return 2;
   }
+  if (cli_mpi_size() > 1) return exec_over_mpi(argv[0], argc, argv);
   ms_psnap_profile *profiles = calloc((size_t)inputs.count, sizeof *profiles);
   if (!profiles) {
     cli_error(argv[0], "out of memory");

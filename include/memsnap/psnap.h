@@ -131,6 +131,7 @@ typedef struct ms_psnap_site {
   uint32_t thread_step, thread_members;
   uint32_t rank, rank_step, rank_members;
   int64_t per_thread, per_rank;
+  uint32_t moves; /* 0, or k: its addresses also move by table k - 1 of its block's moves */
   uint64_t count; /* accesses */
   uint64_t first_address;
   ms_stride_class cls; /* from the stride history */
@@ -207,6 +208,12 @@ typedef struct ms_psnap_thread_order {
    * moved to that thread and rank */
   uint32_t thread, thread_step, thread_members;
   uint32_t rank, rank_step, rank_members;
+  /* Block form: what addresses do beyond their slopes (the heap of MPI ranks, whose
+   * MPI_Init allocates a few bytes more or less in each): move_count tables, each of a
+   * move for every member of the block, rank index i and thread index j at
+   * [i * thread members + j] (the first 0); a site with moves k adds table k - 1's. */
+  uint32_t move_count;
+  int64_t *moves;
   uint64_t accesses;
   int lossy;     /* the order exceeded its cap: transitions instead */
   ms_expr order; /* site numbers (exact) */
@@ -294,6 +301,10 @@ MS_API int ms_psnap_merge_pair(ms_psnap_profile *left, ms_psnap_profile *right,
  * [2j * 2^k, (2j + 1) * 2^k) and [(2j + 1) * 2^k, (2j + 2) * 2^k) of the sorted list), so
  * that a merge spread over processes (memsnap merge under mpirun) gives the same bytes. */
 MS_API int ms_psnap_merge(ms_psnap_profile *profiles, uint32_t count, ms_psnap_profile *out);
+/* The `rank R` of a profile of one rank, read from its header alone (the first 64 KiB of
+ * its text): 1 and *rank set, 0 if the header has none (a profile in block form, of no
+ * rank, or a header longer than that), or a negative status. */
+MS_API int ms_psnap_peek_rank(const char *path, uint32_t *rank);
 /* Makes a profile in block form an ordinary profile of one rank: `rank` (-1: the lowest
  * of the profile) and its threads, or only `thread` (-1: all). The rank
  * or thread is not in the profile (MS_ERR_ARG). A profile not in block form is kept whole: its rank

@@ -40,11 +40,13 @@ static void normalize(ms_psnap_profile *p) {
     ms_psnap_thread_order *o = &p->threads[t];
     o->thread = t, o->thread_step = 1, o->thread_members = 1;
     o->rank = rank, o->rank_step = 1, o->rank_members = 1;
+    free(o->moves);
+    o->moves = NULL, o->move_count = 0;
   }
   for (uint32_t i = 0; i < p->site_count; i++) {
     ms_psnap_site *s = &p->sites[i];
     s->thread_step = 1, s->thread_members = 1, s->per_thread = 0;
-    s->rank = rank, s->rank_step = 1, s->rank_members = 1, s->per_rank = 0;
+    s->rank = rank, s->rank_step = 1, s->rank_members = 1, s->per_rank = 0, s->moves = 0;
   }
   p->blocks = 1;
   p->has_rank = 0;
@@ -96,148 +98,330 @@ static void set_of(const ms_psnap_thread_order *o, int axis, uint32_t *first, ui
   *members = members_of(axis == AXIS_THREAD ? o->thread_members : o->rank_members);
 }
 
+/* A growable byte buffer for signatures (appends inline: fwrite to a memstream was 10% of
+ * a merge of 256 ranks). */
+typedef struct bytes {
+  char *data;
+  size_t size, capacity;
+  int failed;
+} bytes;
+
+static void put(bytes *b, const void *data, size_t n) {
+  if (b->size + n > b->capacity) {
+    size_t capacity = b->capacity ? b->capacity : 1024;
+    while (capacity < b->size + n)
+      capacity *= 2;
+    char *bigger = realloc(b->data, capacity);
+    if (!bigger) {
+      b->failed = 1;
+      return;
+    }
+    b->data = bigger, b->capacity = capacity;
+  }
+  memcpy(b->data + b->size, data, n);
+  b->size += n;
+}
+
+/* An expression's written tree as bytes: per node its value (a leaf's mapped through
+ * `local` when given), repeat, children and steps. Equal text gives equal bytes for
+ * expressions parsed or built the same way, which profiles of one program's ranks and
+ * threads are. */
+static void sign_expr(bytes *out, const ms_expr *e, const uint32_t *local) {
+  uint32_t nodes = e->written_nodes;
+  put(out, &nodes, sizeof nodes);
+  for (uint32_t i = 0; i < nodes; i++) {
+    const ms_expr_node *n = &e->nodes[i];
+    int64_t value = !n->count && local && n->value >= 0 ? (int64_t)local[n->value] : n->value;
+    ms_expr_steps steps = ms_expr_node_steps(e, i);
+    uint64_t fields[6] = {(uint64_t)value,
+                          n->repeat,
+                          n->count,
+                          (uint64_t)steps.value_step,
+                          (uint64_t)steps.repeat_step,
+                          steps.level};
+    put(out, fields, sizeof fields);
+    if (n->count) put(out, e->children + n->first, sizeof *e->children * (n->count));
+  }
+  if (nodes) put(out, &e->text_root, sizeof e->text_root);
+}
+
+static void sign_string(bytes *out, const char *text) {
+  uint32_t n = text ? (uint32_t)strlen(text) + 1 : 0;
+  put(out, &n, sizeof n);
+  if (n) put(out, text, n);
+}
+
+/* One site of a block's signature, as bytes: everything but its addresses (its lossy
+ * range and lossless addresses relative to its first), its sets, slopes and moves, with
+ * its tie by the block's own numbers; the other axis's slope. (Written as the site's
+ * text line, the signatures took most of the merge: 64 stencil ranks, 0.035 s against
+ * 0.014 s of reading.) */
+static int sign_site(bytes *out, const ms_psnap_profile *p, const ms_psnap_site *s, int axis,
+                     const uint32_t *local) {
+  uint64_t base = s->first_address;
+  int64_t other = axis == AXIS_THREAD ? s->per_rank : s->per_thread;
+  uint64_t fields[] = {s->kind,
+                       s->size,
+                       s->count,
+                       (uint64_t)s->cls,
+                       (uint64_t)s->lossy,
+                       (uint64_t)other,
+                       s->lossy ? s->low - base : 0,
+                       s->lossy ? s->high - base : 0,
+                       s->alignment,
+                       s->stride_count,
+                       s->reuse_accesses,
+                       (uint64_t)s->reuse_at_jumps,
+                       (uint64_t)s->tied,
+                       s->tied ? local[s->tie_site] : 0,
+                       (uint64_t)s->tie_delta,
+                       s->new_next,
+                       s->shared_accesses,
+                       s->addresses != NULL,
+                       s->histogram != NULL};
+  put(out, fields, sizeof fields);
+  if (s->lossy) { /* the models only lossy sites have */
+    put(out, s->top_stride, sizeof *s->top_stride * (s->stride_count));
+    put(out, s->top_stride_times, sizeof *s->top_stride_times * (s->stride_count));
+    put(out, s->reuse, sizeof s->reuse);
+    put(out, s->new_lines, sizeof s->new_lines);
+    put(out, s->shared, sizeof s->shared);
+    put(out, s->shared_same, sizeof s->shared_same);
+  }
+  if (s->histogram) put(out, s->histogram, sizeof *s->histogram * (MS_PSNAP_SEGMENTS));
+  for (uint64_t i = 0; s->addresses && i < s->count; i++) {
+    uint64_t relative = s->addresses[i] - base;
+    put(out, &relative, sizeof relative);
+  }
+  sign_expr(out, &s->pattern, NULL);
+  const ms_site *where = ms_site_table_get(p->info.sites, s->trace_site);
+  uint64_t place[2] = {where ? where->pc : 0, where ? where->line : 0};
+  put(out, place, sizeof place);
+  sign_string(out, where ? where->function : NULL);
+  sign_string(out, where ? where->file : NULL);
+  return 0;
+}
+
 /* What must be equal for two blocks to join along `axis`: the text of their sites with
  * the addresses relative to the first, ties and orders by local site numbers, the other
  * axis's set and slopes. `local` is scratch of p->site_count entries. */
 static int make_signature(mblock *b, int axis, uint32_t *local) {
   ms_psnap_profile *p = b->from;
   const ms_psnap_thread_order *o = &p->threads[b->order];
-  FILE *out = open_memstream(&b->signature, &b->signature_length);
-  if (!out) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  bytes out = {0};
+  out.capacity = 256 + (size_t)b->site_count * 256; /* an exact site takes ~200 bytes */
+  if (!(out.data = malloc(out.capacity))) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   int rc = 0;
   uint32_t first, step, members;
   set_of(o, axis == AXIS_THREAD ? AXIS_RANK : AXIS_THREAD, &first, &step, &members);
-  fprintf(out, "%" PRIu64 " %d %u %u %u\n", o->accesses, o->lossy, first, members > 1 ? step : 0,
-          members);
+  uint64_t head[] = {
+      o->accesses,      (uint64_t)o->lossy,  first,        members > 1 ? step : 0, members,
+      o->period_length, o->transition_count, b->site_count};
+  put(&out, head, sizeof head);
   for (uint32_t k = 0; k < b->site_count; k++)
     local[b->sites[k]] = k;
-  for (uint32_t k = 0; rc == 0 && k < b->site_count; k++) {
-    ms_psnap_site tmp = p->sites[b->sites[k]];
-    uint64_t base = tmp.first_address;
-    uint64_t *shifted = NULL;
-    fprintf(out, "%" PRId64 "\n", axis == AXIS_THREAD ? tmp.per_rank : tmp.per_thread);
-    tmp.first_address = 0;
-    if (tmp.lossy) tmp.low -= base, tmp.high -= base;
-    tmp.thread = 0, tmp.thread_members = 0, tmp.rank = 0, tmp.rank_members = 0;
-    tmp.per_thread = 0, tmp.per_rank = 0;
-    if (tmp.tied) tmp.tie_site = local[tmp.tie_site];
-    if (tmp.addresses) {
-      if (!(shifted = malloc(tmp.count * sizeof *shifted))) {
-        rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-        break;
-      }
-      for (uint64_t i = 0; i < tmp.count; i++)
-        shifted[i] = tmp.addresses[i] - base;
-      tmp.addresses = shifted;
-    }
-    rc = profile_write_site(p, &tmp, k, NULL, 0, out);
-    free(shifted);
-  }
+  for (uint32_t k = 0; rc == 0 && k < b->site_count; k++)
+    rc = sign_site(&out, p, &p->sites[b->sites[k]], axis, local);
   if (rc == 0 && !o->lossy) {
-    ms_expr mapped;
-    rc = ms_expr_copy_mapped(&mapped, &o->order, local, p->site_count);
-    if (rc == 0) rc = ms_expr_print(&mapped, MS_EXPR_SITES, out);
-    ms_expr_free(&mapped);
+    for (uint32_t i = 0; i < o->order.written_nodes; i++) /* sites of this block only */
+      if (!o->order.nodes[i].count &&
+          (o->order.nodes[i].value < 0 || (uint64_t)o->order.nodes[i].value >= p->site_count))
+        rc = ms_error_set(MS_ERR_FORMAT, "an order names a site the profile lacks");
+    if (rc == 0) sign_expr(&out, &o->order, local);
   } else if (rc == 0) {
-    fprintf(out, "start %u period %" PRIu64 "\n", o->accesses ? local[o->first_site] : 0,
-            o->period_length);
-    for (uint32_t k = 0; k < o->transition_count; k++)
-      fprintf(out, "%u %u %" PRIu64 " %u\n", local[o->transition_from[k]],
-              local[o->transition_to[k]], o->transition_times[k],
-              o->transition_period ? o->transition_period[k] : 0);
+    uint32_t start = o->accesses ? local[o->first_site] : 0;
+    put(&out, &start, sizeof start);
+    for (uint32_t k = 0; k < o->transition_count; k++) {
+      uint64_t path[] = {local[o->transition_from[k]], local[o->transition_to[k]],
+                         o->transition_times[k],
+                         o->transition_period ? o->transition_period[k] : 0};
+      put(&out, path, sizeof path);
+    }
   }
-  if (fclose(out) != 0 && rc == 0) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-  if (rc == 0 && !b->signature) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; rc == 0 && i < b->signature_length; i++)
-    h = (h ^ (unsigned char)b->signature[i]) * 1099511628211ull;
+  if (rc == 0 && out.failed) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  b->signature = out.data;
+  b->signature_length = out.size;
+  uint64_t h = 1469598103934665603ull ^ b->signature_length;
+  for (size_t i = 0; rc == 0 && i < b->signature_length; i += 8) {
+    uint64_t word = 0;
+    memcpy(&word, b->signature + i, b->signature_length - i < 8 ? b->signature_length - i : 8);
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
   b->hash = h;
   return rc;
 }
 
-/* Joins block b to block a along `axis` when b's numbers and addresses continue a's
- * progressions (b's first number above a's last): 1 if joined, 0 if not. */
-static int join(mblock *a, mblock *b, int axis, int64_t *slopes) {
+/* The first address of site s for member (thread index ti, rank index ri) of its block o:
+ * its slopes, then its table of moves. */
+static uint64_t address_of(const ms_psnap_thread_order *o, const ms_psnap_site *s, uint64_t ti,
+                           uint64_t ri) {
+  uint64_t threads = members_of(o->thread_members), members = threads * members_of(o->rank_members);
+  uint64_t a = s->first_address + (uint64_t)s->per_thread * (ti * o->thread_step) +
+               (uint64_t)s->per_rank * (ri * o->rank_step);
+  if (s->moves) a += (uint64_t)o->moves[(s->moves - 1) * members + ri * threads + ti];
+  return a;
+}
+
+typedef struct move_row {
+  const int64_t *moves;
+  uint32_t site;
+} move_row;
+
+static size_t compared_members; /* of the rows by_moves compares */
+static int by_moves(const void *x, const void *y) {
+  const move_row *a = x, *b = y;
+  int c = memcmp(a->moves, b->moves, compared_members * sizeof *a->moves);
+  return c ? c : (a->site < b->site ? -1 : a->site > b->site);
+}
+
+/* Joins block b to block a along `axis` when b's numbers continue a's progression (b's
+ * first number above a's last): 1 if joined, 0 if not, or a negative status. Each site's
+ * slope along the axis is a's, or, of a single a and b, their difference over the
+ * distance (0 if it does not divide); what its addresses do beyond the slopes goes into
+ * the block's tables of moves, one per distinct row (the heap of MPI ranks, a few dozen
+ * bytes apart from rank to rank). */
+static int join(mblock *a, mblock *b, int axis) {
   ms_psnap_thread_order *oa = &a->from->threads[a->order], *ob = &b->from->threads[b->order];
   uint32_t fa, sa, ma, fb, sb, mb;
   set_of(oa, axis, &fa, &sa, &ma);
   set_of(ob, axis, &fb, &sb, &mb);
   uint64_t last = fa + (uint64_t)sa * (ma - 1);
-  if (ma == 1) sa = 0;
   if (fb <= last || (uint64_t)ma + mb > UINT32_MAX) return 0;
   uint64_t step = ma > 1 ? sa : fb - fa;
   if (ma > 1 && fb != last + step) return 0;
   if (mb > 1 && sb != step) return 0;
-  if (axis == AXIS_THREAD && (last + step * mb > UINT16_MAX)) return 0;
+  if (axis == AXIS_THREAD && last + step * mb > UINT16_MAX) return 0;
+  uint64_t ta = members_of(oa->thread_members), ra = members_of(oa->rank_members);
+  uint64_t threads = axis == AXIS_THREAD ? ta + mb : ta;
+  uint64_t ranks = axis == AXIS_RANK ? ra + mb : ra;
+  uint64_t members = threads * ranks;
+  if (members > (1u << 20)) return 0;
+  uint32_t n = a->site_count;
+  int64_t *rows = malloc((n ? n : 1) * members * sizeof *rows);
+  int64_t *slopes = malloc((n ? n : 1) * sizeof *slopes);
+  move_row *order = malloc((n ? n : 1) * sizeof *order);
+  uint32_t *table_of = calloc(n ? n : 1, sizeof *table_of);
+  uint32_t *renumber = calloc((size_t)n + 1, sizeof *renumber);
+  int rc = rows && slopes && order && table_of && renumber
+               ? 0
+               : ms_error_set(MS_ERR_NOMEM, "out of memory");
   int64_t distance = (int64_t)(fb - fa);
-  for (uint32_t k = 0; k < a->site_count; k++) {
+  uint64_t thread_step = axis == AXIS_THREAD ? step : oa->thread_step;
+  uint64_t rank_step = axis == AXIS_RANK ? step : oa->rank_step;
+  uint32_t moved_sites = 0;
+  for (uint32_t k = 0; rc == 0 && k < n; k++) {
     const ms_psnap_site *x = &a->from->sites[a->sites[k]], *y = &b->from->sites[b->sites[k]];
-    int64_t slope_a = axis == AXIS_THREAD ? x->per_thread : x->per_rank;
-    int64_t slope_b = axis == AXIS_THREAD ? y->per_thread : y->per_rank;
-    int64_t difference = (int64_t)(y->first_address - x->first_address), slope;
+    int64_t slope;
     if (ma > 1)
-      slope = slope_a;
-    else if (mb > 1)
-      slope = slope_b;
+      slope = axis == AXIS_THREAD ? x->per_thread : x->per_rank;
     else {
-      if (difference % distance) return 0;
-      slope = difference / distance;
+      int64_t difference = (int64_t)(y->first_address - x->first_address);
+      slope = difference % distance ? 0 : difference / distance;
     }
-    if (x->first_address + (uint64_t)slope * (uint64_t)distance != y->first_address) return 0;
-    if (ma > 1 && mb > 1 && slope_a != slope_b) return 0;
     slopes[k] = slope;
+    int64_t per_thread = axis == AXIS_THREAD ? slope : x->per_thread;
+    int64_t per_rank = axis == AXIS_RANK ? slope : x->per_rank;
+    int64_t *row = rows + k * members;
+    int moved = 0;
+    for (uint64_t ri = 0; ri < ranks; ri++)
+      for (uint64_t ti = 0; ti < threads; ti++) {
+        int in_b = axis == AXIS_THREAD ? ti >= ta : ri >= ra;
+        uint64_t address = in_b ? address_of(ob, y, axis == AXIS_THREAD ? ti - ta : ti,
+                                             axis == AXIS_RANK ? ri - ra : ri)
+                                : address_of(oa, x, ti, ri);
+        uint64_t expected = x->first_address + (uint64_t)per_thread * (ti * thread_step) +
+                            (uint64_t)per_rank * (ri * rank_step);
+        row[ri * threads + ti] = (int64_t)(address - expected);
+        moved |= address != expected;
+      }
+    if (moved) order[moved_sites++] = (move_row){row, k};
   }
-  uint32_t members = ma + mb;
-  if (axis == AXIS_THREAD)
-    oa->thread_step = (uint32_t)step, oa->thread_members = members;
-  else
-    oa->rank_step = (uint32_t)step, oa->rank_members = members;
-  for (uint32_t k = 0; k < a->site_count; k++) {
-    ms_psnap_site *x = &a->from->sites[a->sites[k]];
+  /* one table per distinct row, numbered in the order of their first site */
+  uint32_t distinct = 0;
+  if (rc == 0) {
+    compared_members = members;
+    qsort(order, moved_sites, sizeof *order, by_moves);
+    for (uint32_t i = 0; i < moved_sites; i++) {
+      if (i == 0 || memcmp(order[i].moves, order[i - 1].moves, members * sizeof *rows)) distinct++;
+      table_of[order[i].site] = distinct;
+    }
+  }
+  int64_t *moves = NULL;
+  if (rc == 0 && distinct && !(moves = malloc(distinct * members * sizeof *moves)))
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0, next = 0; rc == 0 && k < n; k++) {
+    uint32_t t = table_of[k];
+    if (!t) continue;
+    if (!renumber[t]) {
+      renumber[t] = ++next;
+      memcpy(moves + (next - 1) * members, rows + (uint64_t)k * members, members * sizeof *rows);
+    }
+    table_of[k] = renumber[t];
+  }
+  if (rc == 0) {
+    uint32_t members_axis = ma + mb;
     if (axis == AXIS_THREAD)
-      x->thread_step = (uint32_t)step, x->thread_members = members, x->per_thread = slopes[k];
+      oa->thread_step = (uint32_t)step, oa->thread_members = members_axis;
     else
-      x->rank_step = (uint32_t)step, x->rank_members = members, x->per_rank = slopes[k];
+      oa->rank_step = (uint32_t)step, oa->rank_members = members_axis;
+    free(oa->moves);
+    oa->moves = moves;
+    oa->move_count = distinct;
+    moves = NULL;
+    for (uint32_t k = 0; k < n; k++) {
+      ms_psnap_site *x = &a->from->sites[a->sites[k]];
+      if (axis == AXIS_THREAD)
+        x->thread_step = (uint32_t)step, x->thread_members = members_axis,
+        x->per_thread = slopes[k];
+      else
+        x->rank_step = (uint32_t)step, x->rank_members = members_axis, x->per_rank = slopes[k];
+      x->moves = table_of[k];
+    }
+    b->dropped = 1;
   }
-  b->dropped = 1;
-  return 1;
+  free(moves);
+  free(rows);
+  free(slopes);
+  free(order);
+  free(table_of);
+  free(renumber);
+  return rc < 0 ? rc : 1;
 }
 
 /* Joins each block to the last earlier block of the same signature where it can (blocks
  * in the order given); returns the number of joins. */
-static int join_all(mblock *blocks, uint32_t count, int axis) {
+static int join_all(mblock *blocks, const uint32_t *list, uint32_t count, int axis) {
   uint32_t capacity = 16;
   while (capacity < 2 * count)
     capacity *= 2;
   uint32_t *table = malloc(capacity * sizeof *table);
-  uint32_t largest = 1;
-  for (uint32_t i = 0; i < count; i++)
-    if (blocks[i].site_count > largest) largest = blocks[i].site_count;
-  int64_t *slopes = malloc(largest * sizeof *slopes);
-  if (!table || !slopes) {
-    free(table);
-    free(slopes);
-    return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  }
+  if (!table) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   memset(table, 0xff, capacity * sizeof *table);
   int joins = 0;
   for (uint32_t i = 0; i < count; i++) {
-    mblock *b = &blocks[i];
+    mblock *b = &blocks[list ? list[i] : i];
     uint32_t slot = (uint32_t)b->hash & (capacity - 1);
     while (table[slot] != UINT32_MAX) {
-      mblock *a = &blocks[table[slot]];
+      mblock *a = &blocks[list ? list[table[slot]] : table[slot]];
       if (a->hash == b->hash && a->signature_length == b->signature_length &&
           !memcmp(a->signature, b->signature, a->signature_length))
         break;
       slot = (slot + 1) & (capacity - 1);
     }
-    if (table[slot] != UINT32_MAX && join(&blocks[table[slot]], b, axis, slopes))
+    int joined = table[slot] != UINT32_MAX
+                     ? join(&blocks[list ? list[table[slot]] : table[slot]], b, axis)
+                     : 0;
+    if (joined < 0) {
+      free(table);
+      return joined;
+    }
+    if (joined)
       joins++;
     else
       table[slot] = i; /* the last block of this signature */
   }
   free(table);
-  free(slopes);
   return joins;
 }
 
@@ -304,6 +488,8 @@ static int build(mblock *blocks, uint32_t count, ms_psnap_profile **sources, uin
     from->transition_from = from->transition_to = from->transition_period = NULL;
     from->transition_times = NULL;
     from->transition_count = 0;
+    from->moves = NULL;
+    from->move_count = 0;
     out->thread_count = b_out;
     if (rc == 0 && (!from->lossy || from->order.written_nodes))
       rc = ms_expr_copy_mapped(&to->order, &from->order, maps[s], p->site_count);
@@ -396,7 +582,7 @@ int ms_psnap_merge_threads(ms_psnap_profile *profile) {
   ms_psnap_profile *sources[1] = {profile};
   int rc = blocks_of(sources, 1, AXIS_THREAD, &blocks, &count);
   if (rc < 0) return rc;
-  int joins = join_all(blocks, count, AXIS_THREAD);
+  int joins = join_all(blocks, NULL, count, AXIS_THREAD);
   if (joins < 0) {
     free_blocks(blocks, count);
     return joins;
@@ -439,7 +625,7 @@ int ms_psnap_merge_pair(ms_psnap_profile *left, ms_psnap_profile *right, ms_psna
                       right->info.program ? right->info.program : "a program");
   if (rc == 0) rc = blocks_of(sources, 2, AXIS_RANK, &blocks, &count);
   if (rc == 0) {
-    int joins = join_all(blocks, count, AXIS_RANK);
+    int joins = join_all(blocks, NULL, count, AXIS_RANK);
     if (joins < 0) rc = joins;
   }
   if (rc == 0) rc = build(blocks, count, sources, 2, out);
@@ -471,25 +657,67 @@ int ms_psnap_merge(ms_psnap_profile *profiles, uint32_t count, ms_psnap_profile 
       ms_psnap_profile_free(&profiles[i]);
     return rc < 0 ? rc : ms_error_set(MS_ERR_ARG, "no profile to merge");
   }
-  /* round k: slot j * 2^(k+1) takes slot j * 2^(k+1) + 2^k */
-  for (uint32_t width = 1; width < count; width *= 2)
-    for (uint32_t j = 0; j + width < count; j += 2 * width) {
-      ms_psnap_profile merged;
-      int pair_rc = rc == 0 ? ms_psnap_merge_pair(&profiles[j], &profiles[j + width], &merged)
-                            : (ms_psnap_profile_free(&profiles[j]),
-                               ms_psnap_profile_free(&profiles[j + width]), rc);
-      if (pair_rc < 0)
-        rc = pair_rc, memset(&profiles[j], 0, sizeof profiles[j]);
-      else
-        profiles[j] = merged;
-    }
-  if (rc < 0) {
-    ms_psnap_profile_free(&profiles[0]);
-    return rc;
+  /* The rounds of ms_psnap_merge_pair, without rebuilding a profile at each: every block
+   * signed once, each node of the tree a list of the blocks it keeps (its left's, then its
+   * right's that joined none), one profile built at the end. The joins are the pairwise
+   * merge's, block for block: same lists, same order, same signatures (64 stencil ranks:
+   * 0.116 s of merge against 0.026 s of reading them when each round rebuilt and signed). */
+  ms_psnap_profile **sources = malloc(count * sizeof *sources);
+  uint32_t **lists = calloc(count, sizeof *lists), *sizes = calloc(count, sizeof *sizes);
+  uint32_t *scratch = NULL;
+  mblock *blocks = NULL, *ordered = NULL;
+  uint32_t block_count = 0;
+  if (!sources || !lists || !sizes) rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; rc == 0 && i < count; i++)
+    sources[i] = &profiles[i];
+  if (rc == 0) rc = blocks_of(sources, count, AXIS_RANK, &blocks, &block_count);
+  if (rc == 0 && !(scratch = malloc((block_count ? block_count : 1) * sizeof *scratch)))
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0, at = 0; rc == 0 && i < count; i++) {
+    sizes[i] = profiles[i].thread_count;
+    if (!(lists[i] = malloc((sizes[i] ? sizes[i] : 1) * sizeof **lists)))
+      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; rc == 0 && k < sizes[i]; k++)
+      lists[i][k] = at++;
   }
-  *out = profiles[0];
-  memset(&profiles[0], 0, sizeof profiles[0]);
-  return 0;
+  for (uint32_t width = 1; rc == 0 && width < count; width *= 2)
+    for (uint32_t j = 0; rc == 0 && j + width < count; j += 2 * width) {
+      uint32_t n = sizes[j] + sizes[j + width];
+      memcpy(scratch, lists[j], sizes[j] * sizeof *scratch);
+      memcpy(scratch + sizes[j], lists[j + width], sizes[j + width] * sizeof *scratch);
+      int joins = join_all(blocks, scratch, n, AXIS_RANK);
+      if (joins < 0) {
+        rc = joins;
+        break;
+      }
+      uint32_t *kept = realloc(lists[j], (n ? n : 1) * sizeof *kept);
+      if (!kept) {
+        rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+        break;
+      }
+      lists[j] = kept;
+      sizes[j] = 0;
+      for (uint32_t k = 0; k < n; k++)
+        if (!blocks[scratch[k]].dropped) kept[sizes[j]++] = scratch[k];
+      free(lists[j + width]);
+      lists[j + width] = NULL;
+    }
+  if (rc == 0 && !(ordered = calloc(sizes[0] ? sizes[0] : 1, sizeof *ordered)))
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0; rc == 0 && k < sizes[0]; k++)
+    ordered[k] = blocks[lists[0][k]]; /* shallow: freed through `blocks` */
+  if (rc == 0) rc = build(ordered, sizes[0], sources, count, out);
+  free(ordered);
+  free_blocks(blocks, block_count);
+  free(scratch);
+  for (uint32_t i = 0; lists && i < count; i++)
+    free(lists[i]);
+  free(lists);
+  free(sizes);
+  free(sources);
+  for (uint32_t i = 0; i < count; i++)
+    ms_psnap_profile_free(&profiles[i]);
+  return rc;
 }
 
 /* ---- picking one rank ---- */
@@ -596,14 +824,16 @@ int ms_psnap_profile_pick(ms_psnap_profile *profile, int64_t rank, int64_t threa
       const ms_psnap_site *s = &profile->sites[b->sites[k]];
       ms_psnap_site *d = &out.sites[next + k];
       uint64_t delta =
-          (uint64_t)s->per_thread * (t - s->thread) + (uint64_t)s->per_rank * (r - s->rank);
+          address_of(from, s, (t - from->thread) / (from->thread_step ? from->thread_step : 1),
+                     (r - from->rank) / (from->rank_step ? from->rank_step : 1)) -
+          s->first_address;
       *d = *s;
       ms_expr_init(&d->pattern);
       d->histogram = NULL;
       d->addresses = NULL;
       d->thread = (uint16_t)t;
       d->thread_step = 1, d->thread_members = 1, d->per_thread = 0;
-      d->rank = r, d->rank_step = 1, d->rank_members = 1, d->per_rank = 0;
+      d->rank = r, d->rank_step = 1, d->rank_members = 1, d->per_rank = 0, d->moves = 0;
       d->first_address += delta;
       if (d->lossy) d->low += delta, d->high += delta;
       if (d->tied) d->tie_site = map[s->tie_site];

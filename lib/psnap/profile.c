@@ -39,6 +39,7 @@ void ms_psnap_profile_free(ms_psnap_profile *profile) {
     free(order->transition_to);
     free(order->transition_times);
     free(order->transition_period);
+    free(order->moves);
   }
   free(profile->threads);
   free(profile->selection);
@@ -200,4 +201,59 @@ int ms_psnap_detect(const char *path) {
   ZSTD_freeDStream(stream);
   free(piece);
   return is_magic(text, out.pos);
+}
+
+/* Text of the header read to find a `rank` line: program, arguments and the few keys
+ * before it fit in far less, unless the arguments are very long. */
+#define PEEK_TEXT ((size_t)64 << 10)
+
+int ms_psnap_peek_rank(const char *path, uint32_t *rank) {
+  char *text = malloc(PEEK_TEXT + 1);
+  unsigned char *piece = malloc(16384);
+  if (!text || !piece) {
+    free(text);
+    free(piece);
+    return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  }
+  size_t n = 0;
+  unsigned char head[4];
+  size_t got;
+  int rc = ms_input_peek(path, 0, head, sizeof head, &got);
+  if (rc == 0 && !is_zstd(head, got))
+    rc = ms_input_peek(path, 0, text, PEEK_TEXT, &n);
+  else if (rc == 0) {
+    ZSTD_DStream *stream = ZSTD_createDStream();
+    ZSTD_outBuffer out = {text, PEEK_TEXT, 0};
+    uint64_t offset = 0;
+    while (stream && out.pos < out.size && offset < DETECT_MAX_COMPRESSED) {
+      if (ms_input_peek(path, offset, piece, 16384, &got) < 0 || got == 0) break;
+      ZSTD_inBuffer in = {piece, got, 0};
+      size_t left = 1;
+      while (in.pos < in.size && out.pos < out.size && !ZSTD_isError(left))
+        left = ZSTD_decompressStream(stream, &out, &in);
+      if (ZSTD_isError(left) || got < 16384) break;
+      offset += got;
+    }
+    ZSTD_freeDStream(stream);
+    n = out.pos;
+  }
+  free(piece);
+  int found = 0;
+  if (rc == 0) {
+    text[n] = '\0';
+    /* header lines up to `sites`: a `rank R` line */
+    for (char *line = text; line && *line && !found;) {
+      char *end = strchr(line, '\n');
+      if (!end) break; /* a line cut by the peek */
+      if (!strncmp(line, "sites ", 6)) break;
+      unsigned long long value;
+      char tail;
+      if (!strncmp(line, "rank ", 5) && sscanf(line + 5, "%llu%c", &value, &tail) == 2 &&
+          tail == '\n' && value <= UINT32_MAX)
+        *rank = (uint32_t)value, found = 1;
+      line = end + 1;
+    }
+  }
+  free(text);
+  return rc < 0 ? rc : found;
 }

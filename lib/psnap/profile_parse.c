@@ -117,7 +117,13 @@ int profile_check_order(reader *r, ms_psnap_profile *profile, uint32_t t, unsign
   uint64_t total = 0;
   for (uint32_t s = 0; rc == 0 && s < profile->site_count; s++) {
     const ms_psnap_site *site = &profile->sites[s];
-    uint64_t expected = profile_site_in_order(profile, site, t) ? site->count : 0;
+    int mine = profile_site_in_order(profile, site, t);
+    uint64_t expected = mine ? site->count : 0;
+    if (mine && site->moves > order->move_count) {
+      rc = ms_error_set(MS_ERR_FORMAT, "site s%u moves by table %u, block %u has %u", s,
+                        site->moves, t, order->move_count);
+      break;
+    }
     if (uses[s] != expected)
       rc = ms_error_set(MS_ERR_FORMAT,
                         "the order of %s %u uses site s%u %" PRIu64 " times, its count is %" PRIu64,
@@ -371,7 +377,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
   r->p++;
   if ((rc = profile_read_unsigned(r, 16, &site->first_address)) < 0) return rc;
   /* @BASE+SLOPE*t+SLOPE*r: the slopes follow the base without a blank */
-  for (int axis = 0; axis < 2 && r->p < r->end && (*r->p == '+' || *r->p == '-') && r->p[-1] != ' ';
+  for (int axis = 0; axis < 2 && r->p + 1 < r->end && (*r->p == '+' || *r->p == '-') &&
+                     r->p[-1] != ' ' && r->p[1] != 'm';
        axis++) {
     char sign = *r->p++;
     uint64_t magnitude;
@@ -391,6 +398,14 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
     r->p += 2;
     while (r->p < r->end && *r->p == ' ')
       r->p++;
+  }
+  if (r->p + 2 < r->end && r->p[0] == '+' && r->p[1] == 'm' && r->p[-1] != ' ') {
+    r->p += 2;
+    if ((rc = profile_read_unsigned(r, 10, &value)) < 0) return rc;
+    if (value == 0 || value > UINT32_MAX)
+      return read_error(r, "+mK: K is a table of moves, from 1");
+    if (!profile->blocks) return read_error(r, "moves in a profile not in block form");
+    site->moves = (uint32_t)value;
   }
   site->first_address +=
       (uint64_t)site->per_thread * site->thread + (uint64_t)site->per_rank * site->rank;
@@ -504,6 +519,42 @@ out:
   return rc;
 }
 
+/* `moves M0 M1 ...` of a block: one more table, a signed hexadecimal move (or 0) for each
+ * member, the first 0. */
+static int read_moves(reader *r, ms_psnap_thread_order *order) {
+  uint64_t members = (uint64_t)(order->thread_members ? order->thread_members : 1) *
+                     (order->rank_members ? order->rank_members : 1);
+  if (members > (1u << 24) || order->move_count >= (1u << 16))
+    return read_error(r, "moves: too many members or tables");
+  int64_t *moves = realloc(order->moves, (order->move_count + 1) * members * sizeof *moves);
+  if (!moves) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+  order->moves = moves;
+  int64_t *row = moves + order->move_count * members;
+  for (uint64_t m = 0; m < members; m++) {
+    char sign = r->p < r->end ? *r->p : 0;
+    uint64_t magnitude;
+    int rc;
+    if (sign == '0' && (r->p + 1 == r->end || r->p[1] == ' ')) {
+      r->p++;
+      while (r->p < r->end && *r->p == ' ')
+        r->p++;
+      row[m] = 0;
+      continue;
+    }
+    if (sign != '+' && sign != '-')
+      return read_error(r, "moves: expected %" PRIu64 " moves (0, +0x.., -0x..), one per member",
+                        members);
+    r->p++;
+    if ((rc = profile_read_unsigned(r, 16, &magnitude)) < 0) return rc;
+    if (magnitude == 0 || magnitude > (sign == '-' ? (uint64_t)1 << 63 : INT64_MAX))
+      return read_error(r, "moves: a move is 0 or a signed hexadecimal other than 0");
+    if (m == 0) return read_error(r, "moves: the first member's move is 0");
+    row[m] = sign == '-' ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+  }
+  order->move_count++;
+  return profile_read_end(r);
+}
+
 /* thread N accesses A order EXPR | order lossy start sK, then indented path lines. */
 static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
   ms_psnap_thread_order *order = &profile->threads[t];
@@ -564,6 +615,9 @@ static int read_thread_line(reader *r, ms_psnap_profile *profile, uint32_t t) {
           next > (order->accesses ? (order->accesses - 1) / order->period_length : 0))
         rc = read_error(r, "period %" PRIu64 " out of order or past the thread's accesses", next);
       period = next, period_seen = 1;
+    } else if (profile->blocks && !order->transition_count && !period_seen &&
+               profile_key_is(r, "moves")) {
+      rc = read_moves(r, order);
     } else if (order->lossy && profile_key_is(r, "path")) {
       rc = profile_read_transition(r, order, &capacity);
       if (rc == 0 && order->period_length) {

@@ -85,6 +85,25 @@ static void write_slope(FILE *out, int64_t slope, char axis) {
 /* One line per site (docs/formats.md): sN KIND SIZE xCOUNT [tTHREADS] [rRANKS]
  * @BASE[+SLOPE*t][+SLOPE*r] STORAGE [class=C] [at FILE:LINE] [pc=PC] [in FUNCTION]; lossy
  * and lossless sites continue on indented lines. */
+/* A block's tables of moves, one `  moves` line each: a signed hexadecimal move for every
+ * member (0 for the first). */
+static void write_moves(FILE *out, const ms_psnap_thread_order *order) {
+  uint64_t members = (uint64_t)(order->thread_members ? order->thread_members : 1) *
+                     (order->rank_members ? order->rank_members : 1);
+  for (uint32_t k = 0; k < order->move_count; k++) {
+    fputs("  moves", out);
+    for (uint64_t m = 0; m < members; m++) {
+      int64_t move = order->moves[k * members + m];
+      if (move == 0)
+        fputs(" 0", out);
+      else
+        fprintf(out, " %c0x%" PRIx64, move < 0 ? '-' : '+',
+                move < 0 ? 0 - (uint64_t)move : (uint64_t)move);
+    }
+    fputc('\n', out);
+  }
+}
+
 int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *site, uint32_t id,
                        const char *dir, size_t dir_length, FILE *out) {
   const ms_site *where = ms_site_table_get(profile->info.sites, site->trace_site);
@@ -105,6 +124,7 @@ int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *sit
               (uint64_t)per_rank * site->rank);
   if (per_thread) write_slope(out, per_thread, 't');
   if (per_rank) write_slope(out, per_rank, 'r');
+  if (site->moves) fprintf(out, "+m%" PRIu32, site->moves);
   int rc = 0;
   if (site->addresses)
     fputs(" lossless", out);
@@ -227,11 +247,13 @@ int ms_psnap_profile_write(const ms_psnap_profile *profile, FILE *out) {
       int rc = ms_expr_print(&order->order, MS_EXPR_SITES, out);
       if (rc < 0) return rc;
       fputc('\n', out);
+      write_moves(out, order);
       continue;
     }
     fprintf(out, " lossy start s%" PRIu32, order->first_site);
     if (order->period_length) fprintf(out, " period %" PRIu64, order->period_length);
     fputc('\n', out);
+    write_moves(out, order);
     for (uint32_t k = 0; k < order->transition_count; k++) {
       if (order->period_length && order->transition_period &&
           (k == 0 || order->transition_period[k] != order->transition_period[k - 1]))

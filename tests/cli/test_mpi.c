@@ -107,6 +107,19 @@ static void test_one_trace_per_rank(void **state) {
     assert_out_contains("exact match: 100.0000%");
   }
   assert_int_equal(test_memsnap_in(dir, "verify --no-cache ring.psnap ring.1.mtr --rank 2"), 2);
+  /* four ranks' profiles (ranks 2 and 3 those of 0 and 1 again) merged by two processes
+   * over MPI: the bytes of the merge in one process */
+  for (int rank = 2; rank < 4; rank++)
+    assert_int_equal(test_memsnap_in(dir, "profile -q --rank %d -o ring.%d.psnap ring.%d.mtr", rank,
+                                     rank, rank - 2),
+                     0);
+  assert_int_equal(test_memsnap_in(dir, "merge -q -o four.psnap ring.3.psnap ring.1.psnap "
+                                        "ring.0.psnap ring.2.psnap"),
+                   0);
+  assert_int_equal(mpirun("merge -q -o four-mpi.psnap ring.0.psnap ring.1.psnap ring.2.psnap "
+                          "ring.3.psnap"),
+                   0);
+  assert_int_equal(test_run("cd '%s' && cmp four.psnap four-mpi.psnap", dir), 0);
   snprintf(args, sizeof args, "profile -q -o live.%%r.psnap -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);
   assert_int_equal(mpirun(args), 0);
   assert_int_equal(test_run("cd '%s' && grep -qx 'rank 0' live.0.psnap && "
@@ -140,6 +153,12 @@ static void test_output_patterns(void **state) {
                    0);
   assert_int_equal(test_run("cd '%s' && SLURM_PROCID=5 '%s' profile -q -o 'p.%%r.psnap' -- '%s' "
                             "> out 2> err; test $? = 3 && test -s p.5.psnap",
+                            dir, test_env("MEMSNAP"), MEMSNAP_KERNEL_EXIT3),
+                   0);
+  /* one file for every rank of a job: refused before anything runs, not overwritten */
+  assert_int_equal(test_run("cd '%s' && OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_RANK=1 '%s' "
+                            "profile -q -o one.psnap -- '%s' > out 2> err; test $? = 2 && "
+                            "! test -e one.psnap && grep -q 'would all write this one file' err",
                             dir, test_env("MEMSNAP"), MEMSNAP_KERNEL_EXIT3),
                    0);
 }
