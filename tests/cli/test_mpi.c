@@ -107,6 +107,16 @@ static void test_one_trace_per_rank(void **state) {
     assert_out_contains("exact match: 100.0000%");
   }
   assert_int_equal(test_memsnap_in(dir, "verify --no-cache ring.psnap ring.1.mtr --rank 2"), 2);
+  /* every reader picks a rank: info counts rank 1's accesses, as its own trace holds them
+   * in the profile's selection; a rank the profile lacks is an error naming it */
+  assert_int_equal(test_memsnap_in(dir, "info --rank 1 ring.psnap"), 0);
+  assert_int_equal(test_memsnap_in(dir, "sim --hierarchy nehalem --rank 1 ring.psnap"), 0);
+  assert_int_equal(test_memsnap_in(dir, "dump --rank 7 ring.psnap"), 1);
+  char *err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "ring.psnap: --rank 7"));
+  free(err);
+  assert_int_equal(test_memsnap_in(dir, "show ring.psnap"), 0);
+  assert_out_contains("(threads 0 of ranks 1)");
   /* four ranks' profiles (ranks 2 and 3 those of 0 and 1 again) merged by two processes
    * over MPI: the bytes of the merge in one process */
   for (int rank = 2; rank < 4; rank++)

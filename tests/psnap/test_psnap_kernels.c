@@ -409,6 +409,49 @@ static void threads_replay_exactly(void **state) {
   free(text);
 }
 
+/* OpenMP weak scaling (tests/kernels/omp_vadd.c, omp_matmul.c): the workers merge into
+ * one block whatever their number, the main thread keeps its own, the profile hardly
+ * grows with the threads while the trace does, and every thread replays exactly. */
+static void openmp_workers_merge_into_one_block(void **state) {
+  (void)state;
+  char kernel_path[1024];
+  static const struct {
+    const char *name, *extra;
+    int threads[2];
+  } cases[] = {{"omp_vadd", "", {2, 6}}, {"omp_matmul", " 2", {3, 8}}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    long sizes[2];
+    for (int k = 0; k < 2; k++) {
+      int threads = cases[c].threads[k];
+      assert_int_equal(test_memsnap_in(dir,
+                                       "record -q -o omp.mtr -- env OMP_WAIT_POLICY=passive %s "
+                                       "%d%s",
+                                       test_kernel(cases[c].name, kernel_path, sizeof kernel_path),
+                                       threads, cases[c].extra),
+                       0);
+      assert_int_equal(test_memsnap_in(dir, "profile -q -o omp.psnap omp.mtr"), 0);
+      assert_round_trip("omp.psnap");
+      assert_replays_exactly("omp.psnap", "omp.mtr");
+      char *text = test_read_in(dir, "omp.psnap");
+      char expected[64];
+      snprintf(expected, sizeof expected, "\nblock t1..%d r0 accesses ", threads - 1);
+      if (threads > 2 && !strstr(text, expected))
+        fail_msg("%s: no '%s'", cases[c].name, expected + 1);
+      /* two threads: the main thread and one worker, nothing to merge */
+      assert_non_null(strstr(text, threads > 2 ? "blocks 2\n" : "threads 2\n"));
+      free(text);
+      sizes[k] = file_size("omp.psnap");
+      /* the last worker alone, against its own accesses */
+      assert_int_equal(
+          test_memsnap_in(dir, "verify --no-cache --thread %d omp.psnap omp.mtr", threads - 1), 0);
+      assert_out_contains("exact match: 100.0000%");
+    }
+    if (sizes[1] > sizes[0] + sizes[0] / 10)
+      fail_msg("%s: %ld bytes at %d threads, %ld at %d", cases[c].name, sizes[0],
+               cases[c].threads[0], sizes[1], cases[c].threads[1]);
+  }
+}
+
 static void live_profile_equals_profile_of_the_trace(void **state) {
   (void)state;
   char kernel_path[1024];
@@ -890,6 +933,7 @@ int main(void) {
       cmocka_unit_test(seeking_in_kernel_profiles),
       cmocka_unit_test(batch_capacity_does_not_change_replay),
       cmocka_unit_test(threads_replay_exactly),
+      cmocka_unit_test(openmp_workers_merge_into_one_block),
       cmocka_unit_test(verify_compares_each_site_apart_from_order),
       cmocka_unit_test(live_profile_equals_profile_of_the_trace),
       cmocka_unit_test(compressed_profiles_are_read_everywhere),
