@@ -239,8 +239,9 @@ int cmd_profile(int argc, char **argv) {
       else
         fprintf(stderr, "every site exact");
       if (lossy.threads)
-        fprintf(stderr, ", order lossy in %u of %u threads (over --order-cap %u: path counts)",
-                lossy.threads, result->thread_count, settings.order_cap);
+        fprintf(stderr, ", order lossy in %u of %u %s (over --order-cap %u: path counts)",
+                lossy.threads, result->thread_count, result->blocks ? "blocks" : "threads",
+                settings.order_cap);
       else
         fprintf(stderr, ", order exact");
       uint64_t stream = result->access_count + result->excluded;
