@@ -47,9 +47,9 @@ for c in "${cases[@]}"; do
   "$cc" -O2 -g -gdwarf-4 -o "$work/rt_$name" "$source"
   # shellcheck disable=SC2086
   plain=$(best "$work/plain_$name" $args)
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2034 # (read through ${!run} below)
   idle=$(best "$work/rt_$name" $args)
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2034 # (read through ${!run} below)
   traced=$(best "$build/bin/memsnap" record -q --via=rt -o "$work/t.mtr" -- "$work/rt_$name" $args)
   accesses=$("$build/bin/memsnap" info "$work/t.mtr" | awk '/^accesses:/ { print $2 }')
   for run in plain idle traced; do
