@@ -21,6 +21,11 @@
  *                           translation unit, how each load and store in a loop could be
  *                           instrumented and why (lib/capture/llvm/memsnap-pass.cpp, docs/rt.md);
  *                           FILE reaches it as $MEMSNAP_REPORT.
+ *   --memsnap-mode=MODE     (taken out too) how accesses are recorded: `callbacks` (the
+ *                           default: SanitizerCoverage's calls, as above) or `inline` (the
+ *                           same records appended inline by memsnap-pass.so, a call only on
+ *                           the runtime's slow path; $MEMSNAP_INLINE=1 tells the plugin; no
+ *                           coverage option nor memsnap-rt.h then).
  * $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
  */
 #include <limits.h>
@@ -87,11 +92,13 @@ int main(int argc, char **argv) {
   if (!driver || !*driver) driver = cxx ? "clang++" : "clang";
 
   int links = 1, inputs = 0, shared = 0, preprocess = 0;
-  const char *report = NULL;
+  const char *report = NULL, *mode = "callbacks";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strncmp(a, "--memsnap-report=", 17) == 0)
       report = a + 17;
+    else if (strncmp(a, "--memsnap-mode=", 15) == 0)
+      mode = a + 15;
     else if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-E") == 0 ||
              strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0 || strcmp(a, "-fsyntax-only") == 0 ||
              strcmp(a, "--version") == 0 || strncmp(a, "-print", 6) == 0 ||
@@ -127,18 +134,28 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  int inline_records = strcmp(mode, "inline") == 0;
+  if (!inline_records && strcmp(mode, "callbacks") != 0) {
+    fprintf(stderr, "%s: --memsnap-mode is callbacks or inline, not '%s'\n", name, mode);
+    return 1;
+  }
+  if (report && !*report) {
+    fprintf(stderr, "%s: --memsnap-report needs a file name\n", name);
+    return 1;
+  }
   char plugin_buffer[PATH_MAX + 16];
   const char *plugin = NULL;
-  if (report) {
+  if (report || inline_records) {
     plugin = find_installed("MEMSNAP_PASS_PLUGIN", "memsnap-pass.so", MEMSNAP_PASS_BUILD_LIB,
                             plugin_buffer, sizeof plugin_buffer);
-    if (!*report || !plugin) {
-      fprintf(stderr, "%s: %s\n", name,
-              *report ? "cannot find memsnap-pass.so (set MEMSNAP_PASS_PLUGIN; it needs LLVM 14)"
-                      : "--memsnap-report needs a file name");
+    if (!plugin) {
+      fprintf(stderr,
+              "%s: cannot find memsnap-pass.so (set MEMSNAP_PASS_PLUGIN; it needs LLVM 14)\n",
+              name);
       return 1;
     }
-    if (setenv("MEMSNAP_REPORT", report, 1) != 0) {
+    if ((report && setenv("MEMSNAP_REPORT", report, 1) != 0) ||
+        setenv("MEMSNAP_INLINE", inline_records ? "1" : "0", 1) != 0) {
       perror(name);
       return 1;
     }
@@ -152,7 +169,7 @@ int main(int argc, char **argv) {
   }
   int n = 0;
   args[n++] = (char *)driver;
-  args[n++] = (char *)coverage;
+  if (!inline_records) args[n++] = (char *)coverage;
   args[n++] = (char *)"-gdwarf-aranges";
   args[n++] = (char *)"-fno-sanitize-link-runtime";
   /* DWARF 4 for -g, -g2, -g3, -gline-tables-only...: Valgrind 3.19 gives up on clang 14's
@@ -160,13 +177,15 @@ int main(int argc, char **argv) {
    * with it `memsnap record --via=valgrind` of a memsnap-cc build. Only the default: an
    * explicit -gdwarf-N of the caller's wins, and no -g still means no debug information. */
   args[n++] = (char *)"-fdebug-default-version=4";
-  if (include) {
+  if (include && !inline_records) {
     args[n++] = (char *)"-include";
     args[n++] = header;
   }
   if (plugin) args[n++] = plugin_option;
   for (int i = 1; i < argc; i++)
-    if (strncmp(argv[i], "--memsnap-report=", 17) != 0) args[n++] = argv[i];
+    if (strncmp(argv[i], "--memsnap-report=", 17) != 0 &&
+        strncmp(argv[i], "--memsnap-mode=", 15) != 0)
+      args[n++] = argv[i];
   /* SanitizerCoverage calls back for loads and stores of 1, 2, 4, 8 and 16 bytes only: a
    * loop vectorized into 32- or 64-byte accesses (-mavx2, -march=native on an AVX-512 CPU)
    * would vanish from the trace (stream_add at -O3 -march=native: none of its accesses

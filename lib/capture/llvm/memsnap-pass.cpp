@@ -18,12 +18,16 @@
 // For k < n the reason says what stops the description at the k-th loop (a trip count
 // that varies with the next loop out: triangular or data-dependent bounds, an inner loop
 // that is not entered on every iteration, or one of the reasons above).
-// Nothing is transformed yet: the pass only writes a report, when $MEMSNAP_REPORT names a
+// The report pass transforms nothing: it writes a report when $MEMSNAP_REPORT names a
 // file (memsnap-cc --memsnap-report=FILE sets it): one section per translation unit,
 // appended with a single write, one line per reference (docs/rt.md shows one).
+// With $MEMSNAP_INLINE=1 a second pass, after it, appends each access's record inline
+// (inline-records.cpp).
 // Calls: any call but an intrinsic that is not a memory transfer. A readnone function
 // still has loads and stores of its own stack that the coverage callbacks record, and
 // they would come out of order with a hoisted description.
+#include "passes.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -39,6 +43,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace llvm;
@@ -267,11 +272,24 @@ struct ReportPass : PassInfoMixin<ReportPass> {
   }
 };
 
+// $MEMSNAP_INLINE=1 (memsnap-cc --memsnap-mode=inline): records appended inline.
+struct InlineRecordsPass : PassInfoMixin<InlineRecordsPass> {
+  PreservedAnalyses run(Module &module, ModuleAnalysisManager &) {
+    const char *mode = std::getenv("MEMSNAP_INLINE");
+    if (!mode || std::strcmp(mode, "1") != 0 || !memsnapInlineRecords(module))
+      return PreservedAnalyses::all();
+    return PreservedAnalyses::none();
+  }
+};
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) PassPluginLibraryInfo llvmGetPassPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "memsnap", "1", [](PassBuilder &builder) {
             builder.registerOptimizerLastEPCallback(
-                [](ModulePassManager &passes, OptimizationLevel) { passes.addPass(ReportPass()); });
+                [](ModulePassManager &passes, OptimizationLevel) {
+                  passes.addPass(ReportPass()); // first: the code as written
+                  passes.addPass(InlineRecordsPass());
+                });
           }};
 }
