@@ -9,6 +9,8 @@
 //     word = site_words[k];                          // this site's site << 48, 0 if unknown
 //     if (t && t->pos < t->end && address < t->address_bound && word)
 //       *t->pos++ = address | word;                  // the record, as the callbacks write it
+//     else if (ms_rt_off && ms_rt_skips[k % 16])     // sampling, OFF phase (cold)
+//       ms_rt_skips[k % 16]--;
 //     else
 //       ms_rt_inline_<kind><size>(address, &site_words[k]);   // cold, saves every register
 //   }
@@ -61,7 +63,7 @@ int sizeIndex(const DataLayout &layout, Type *type) {
 }
 
 struct Runtime {
-  GlobalVariable *state, *self;
+  GlobalVariable *state, *self, *off, *skips;
   FunctionCallee slow[2][5]; // [store][size index]
 };
 
@@ -73,6 +75,12 @@ Runtime declareRuntime(Module &module) {
       cast<GlobalVariable>(module.getOrInsertGlobal("ms_rt_state", Type::getInt32Ty(context)));
   runtime.self = cast<GlobalVariable>(module.getOrInsertGlobal("ms_rt_self", i8p));
   runtime.self->setThreadLocalMode(GlobalValue::InitialExecTLSModel);
+  runtime.off =
+      cast<GlobalVariable>(module.getOrInsertGlobal("ms_rt_off", Type::getInt8Ty(context)));
+  runtime.off->setThreadLocalMode(GlobalValue::InitialExecTLSModel);
+  runtime.skips = cast<GlobalVariable>(
+      module.getOrInsertGlobal("ms_rt_skips", ArrayType::get(Type::getInt64Ty(context), 16)));
+  runtime.skips->setThreadLocalMode(GlobalValue::InitialExecTLSModel);
   static const char *const sizes[] = {"1", "2", "4", "8", "16"};
   for (int store = 0; store < 2; store++)
     for (int i = 0; i < 5; i++) {
@@ -87,8 +95,9 @@ Runtime declareRuntime(Module &module) {
   return runtime;
 }
 
-// Inserts the inline record before `access`, whose site word is `word`.
-void instrument(Instruction *access, Value *pointer, bool store, int size, Value *word,
+// Inserts the inline record before `access`, whose site word is `word`, the k-th of its
+// module.
+void instrument(Instruction *access, Value *pointer, bool store, int size, Value *word, size_t k,
                 const Runtime &runtime) {
   LLVMContext &context = access->getContext();
   Function *function = access->getFunction();
@@ -101,6 +110,9 @@ void instrument(Instruction *access, Value *pointer, bool store, int size, Value
   BasicBlock *check = BasicBlock::Create(context, "memsnap.check", function, rest);
   BasicBlock *append = BasicBlock::Create(context, "memsnap.append", function, rest);
   BasicBlock *slow = BasicBlock::Create(context, "memsnap.slow", function, rest);
+  BasicBlock *skipping = BasicBlock::Create(context, "memsnap.skipping", function, rest);
+  BasicBlock *skip = BasicBlock::Create(context, "memsnap.skip", function, rest);
+  BasicBlock *call = BasicBlock::Create(context, "memsnap.call", function, rest);
   DebugLoc location = access->getDebugLoc();
 
   head->getTerminator()->eraseFromParent();
@@ -137,9 +149,23 @@ void instrument(Instruction *access, Value *pointer, bool store, int size, Value
   b.CreateBr(rest);
 
   b.SetInsertPoint(slow);
-  CallInst *call =
+  Value *off = b.CreateLoad(i8, runtime.off);
+  b.CreateCondBr(b.CreateICmpNE(off, b.getInt8(0)), skipping, call);
+
+  b.SetInsertPoint(skipping);
+  Value *budgetField =
+      b.CreateConstInBoundsGEP2_64(runtime.skips->getValueType(), runtime.skips, 0, k % 16);
+  Value *budget = b.CreateLoad(i64, budgetField);
+  b.CreateCondBr(b.CreateICmpNE(budget, b.getInt64(0)), skip, call);
+
+  b.SetInsertPoint(skip);
+  b.CreateStore(b.CreateSub(budget, b.getInt64(1)), budgetField);
+  b.CreateBr(rest);
+
+  b.SetInsertPoint(call);
+  CallInst *slowCall =
       b.CreateCall(runtime.slow[store][size], {b.CreatePointerCast(pointer, i8p), word});
-  call->addFnAttr(Attribute::get(context, "no_caller_saved_registers"));
+  slowCall->addFnAttr(Attribute::get(context, "no_caller_saved_registers"));
   b.CreateBr(rest);
 }
 
@@ -182,7 +208,7 @@ bool memsnapInlineRecords(Module &module) {
     Constant *word = ConstantExpr::getInBoundsGetElementPtr(
         tableType, table, ArrayRef<Constant *>{ConstantInt::get(i64, 0), ConstantInt::get(i64, k)});
     instrument(accesses[k].instruction, accesses[k].pointer, accesses[k].store, accesses[k].size,
-               word, runtime);
+               word, k, runtime);
   }
   // the constructor that registers the table with the runtime
   Type *i64p = Type::getInt64PtrTy(context);

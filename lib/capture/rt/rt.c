@@ -125,13 +125,13 @@ EXPORT __thread rt_thread *ms_rt_self __attribute__((tls_model("local-exec")));
  * the phase when every budget is spent or else spreads what is left again. So the count
  * stays exact while consecutive accesses (different call sites) decrement different
  * counters: one counter decremented by every access was a chain of store-to-load
- * forwardings, one per access (measured in DESIGN.md). */
+ * forwardings, one per access (measured in DESIGN.md). Inline instrumentation
+ * (memsnap-pass.so) spends the budget of its site's index in its module, mod 16, instead:
+ * any class with budget left keeps the count exact. */
 #define SKIP_CLASSES 16
-__attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skips[SKIP_CLASSES]
-    __attribute__((tls_model("local-exec")));
+EXPORT __thread uint64_t ms_rt_skips[SKIP_CLASSES] __attribute__((tls_model("local-exec")));
 static inline unsigned skip_class(uint64_t pc) { return (unsigned)(pc >> 4) & (SKIP_CLASSES - 1); }
-__attribute__((visibility("hidden"))) __thread uint8_t ms_rt_off
-    __attribute__((tls_model("local-exec")));
+EXPORT __thread uint8_t ms_rt_off __attribute__((tls_model("local-exec")));
 /* The records buffered: the cursor is a pointer so that the hot path compares and bumps
  * it without scaling an index (measured in record_access's comment). */
 static inline uint32_t count_of(rt_thread *t) {
