@@ -2,8 +2,10 @@
  *
  *   memsnap-cc [clang arguments...]    (memsnap-c++: clang++; the name picks the driver)
  *
- * Adds -fsanitize-coverage=func,trace-loads,trace-stores (clang 14 emits the load and store
- * callbacks only with a coverage level: `func` alone adds no code of its own),
+ * Instruments every load and store: by default with memsnap's LLVM pass plugin,
+ * memsnap-pass.so (-fpass-plugin, see --memsnap-mode below), else with
+ * -fsanitize-coverage=func,trace-loads,trace-stores (clang 14 emits the load and store
+ * callbacks only with a coverage level: `func` alone adds no code of its own). Adds
  * -include memsnap-rt.h (found beside the runtime: declares the callbacks so that callers
  * keep their registers across them; not for preprocessing only), -gdwarf-aranges (memsnap resolves
  * sites through libdw, which finds a compilation unit by its address ranges),
@@ -21,11 +23,14 @@
  *                           translation unit, how each load and store in a loop could be
  *                           instrumented and why (lib/capture/llvm/memsnap-pass.cpp, docs/rt.md);
  *                           FILE reaches it as $MEMSNAP_REPORT.
- *   --memsnap-mode=MODE     (taken out too) how accesses are recorded: `callbacks` (the
- *                           default: SanitizerCoverage's calls, as above) or `inline` (the
- *                           same records appended inline by memsnap-pass.so, a call only on
- *                           the runtime's slow path; $MEMSNAP_INLINE=1 tells the plugin; no
- *                           coverage option nor memsnap-rt.h then).
+ *   --memsnap-mode=MODE     (taken out too) how accesses are recorded: `inline` (records
+ *                           appended inline by memsnap-pass.so, a call only on the runtime's
+ *                           slow path; $MEMSNAP_INLINE=1 tells the plugin) or `callbacks`
+ *                           (SanitizerCoverage's call per access). Both give the same
+ *                           records. The default is inline when the plugin is found and the
+ *                           driver is the default one (the plugin is built for LLVM 14: a
+ *                           $MEMSNAP_CLANG of another version could not load it), else
+ *                           callbacks.
  * $MEMSNAP_CLANG / $MEMSNAP_CLANGXX name the compiler drivers (default clang, clang++).
  */
 #include <limits.h>
@@ -92,7 +97,7 @@ int main(int argc, char **argv) {
   if (!driver || !*driver) driver = cxx ? "clang++" : "clang";
 
   int links = 1, inputs = 0, shared = 0, preprocess = 0;
-  const char *report = NULL, *mode = "callbacks";
+  const char *report = NULL, *mode = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strncmp(a, "--memsnap-report=", 17) == 0)
@@ -134,31 +139,30 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  int inline_records = strcmp(mode, "inline") == 0;
-  if (!inline_records && strcmp(mode, "callbacks") != 0) {
-    fprintf(stderr, "%s: --memsnap-mode is callbacks or inline, not '%s'\n", name, mode);
-    return 1;
-  }
   if (report && !*report) {
     fprintf(stderr, "%s: --memsnap-report needs a file name\n", name);
     return 1;
   }
   char plugin_buffer[PATH_MAX + 16];
-  const char *plugin = NULL;
-  if (report || inline_records) {
-    plugin = find_installed("MEMSNAP_PASS_PLUGIN", "memsnap-pass.so", MEMSNAP_PASS_BUILD_LIB,
-                            plugin_buffer, sizeof plugin_buffer);
-    if (!plugin) {
-      fprintf(stderr,
-              "%s: cannot find memsnap-pass.so (set MEMSNAP_PASS_PLUGIN; it needs LLVM 14)\n",
-              name);
-      return 1;
-    }
-    if ((report && setenv("MEMSNAP_REPORT", report, 1) != 0) ||
-        setenv("MEMSNAP_INLINE", inline_records ? "1" : "0", 1) != 0) {
-      perror(name);
-      return 1;
-    }
+  const char *plugin = find_installed("MEMSNAP_PASS_PLUGIN", "memsnap-pass.so",
+                                      MEMSNAP_PASS_BUILD_LIB, plugin_buffer, sizeof plugin_buffer);
+  const char *clang = getenv("MEMSNAP_CLANG"), *clangxx = getenv("MEMSNAP_CLANGXX");
+  if (!mode) mode = plugin && !(clang && *clang) && !(clangxx && *clangxx) ? "inline" : "callbacks";
+  int inline_records = strcmp(mode, "inline") == 0;
+  if (!inline_records && strcmp(mode, "callbacks") != 0) {
+    fprintf(stderr, "%s: --memsnap-mode is callbacks or inline, not '%s'\n", name, mode);
+    return 1;
+  }
+  if (!report && !inline_records) plugin = NULL;
+  if ((report || inline_records) && !plugin) {
+    fprintf(stderr, "%s: cannot find memsnap-pass.so (set MEMSNAP_PASS_PLUGIN; it needs LLVM 14)\n",
+            name);
+    return 1;
+  }
+  if (plugin && ((report && setenv("MEMSNAP_REPORT", report, 1) != 0) ||
+                 setenv("MEMSNAP_INLINE", inline_records ? "1" : "0", 1) != 0)) {
+    perror(name);
+    return 1;
   }
   char plugin_option[PATH_MAX + 32];
   if (plugin) snprintf(plugin_option, sizeof plugin_option, "-fpass-plugin=%s", plugin);
@@ -177,7 +181,7 @@ int main(int argc, char **argv) {
    * with it `memsnap record --via=valgrind` of a memsnap-cc build. Only the default: an
    * explicit -gdwarf-N of the caller's wins, and no -g still means no debug information. */
   args[n++] = (char *)"-fdebug-default-version=4";
-  if (include && !inline_records) {
+  if (include) { /* also inline: for code that calls the callbacks itself */
     args[n++] = (char *)"-include";
     args[n++] = header;
   }

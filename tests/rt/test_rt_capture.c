@@ -486,11 +486,13 @@ static void test_registers_preserved(void **state) {
   char *expected = test_read_in(dir, "expected");
   assert_non_null(expected);
   assert_true(strlen(expected) > 100); /* 8 lines of two numbers */
-  const char *kernels[] = {"registers", "registers_avx2"};
+  /* memsnap-cc's default mode (inline records, when its plugin was built), then callbacks */
+  const char *kernels[] = {"registers", "registers_avx2", "registers_callbacks",
+                           "registers_avx2_callbacks"};
   const char *envs[] = {"", "MEMSNAP_SAMPLE=1k/3k", "MEMSNAP_OUT="};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 4; k++) {
     __builtin_cpu_init();
-    if (k == 1 && !__builtin_cpu_supports("avx2")) break;
+    if (k % 2 == 1 && !__builtin_cpu_supports("avx2")) continue;
     for (int e = 0; e < 3; e++) {
       assert_int_equal(run_kernel(envs[e], kernels[k], "30000"), 0);
       char *out = test_read_in(dir, "out");
