@@ -12,6 +12,7 @@
 # (the accesses counted by `memsnap info` on the traced run's .mtr). docs/rt.md reads
 # these figures, with perf profiles (cpu-clock: no hardware counters on the VM it was
 # measured on).
+# MODE=callbacks or MODE=inline picks memsnap-cc's --memsnap-mode (default: its own).
 set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
@@ -44,7 +45,7 @@ printf "%-15s %-9s %8s %8s %6s %10s %12s\n" code run wall cpu "x cpu" accesses "
 for c in "${cases[@]}"; do
   read -r name source args <<<"$c"
   clang -O2 -g -o "$work/plain_$name" "$source"
-  "$cc" -O2 -g -gdwarf-4 -o "$work/rt_$name" "$source"
+  "$cc" ${MODE:+--memsnap-mode=$MODE} -O2 -g -o "$work/rt_$name" "$source"
   # shellcheck disable=SC2086
   plain=$(best "$work/plain_$name" $args)
   # shellcheck disable=SC2086,SC2034 # (read through ${!run} below)
