@@ -28,6 +28,9 @@
  * destructor flushes), fatal signals (flush without allocating, no EXIT: the stream is
  * truncated, then the default action), fork (the child records into OUT.<pid> in MEMSNAP_OUT
  * mode, nothing under `memsnap record`).
+ * Inline records: code that memsnap-pass.so instrumented appends the same word itself
+ * (../llvm/inline-records.cpp) and calls ms_rt_inline_<kind><size> only where a callback
+ * would take its slow path; that entry fills the site's word in the module's table.
  * Nothing here calls malloc: buffers and tables come from mmap, strings live in static
  * storage, so the runtime works inside signal handlers and under any malloc.
  */
