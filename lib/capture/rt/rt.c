@@ -1296,9 +1296,7 @@ static int parse_sample(const char *text) {
  * constructor registers its table, so that a fork child that starts a new stream (site
  * ids afresh) can clear them. Under the lock. */
 #define SITE_TABLES 4096
-static struct {
-  uint64_t *begin, *end;
-} site_tables[SITE_TABLES];
+static struct { uint64_t *begin, *end; } site_tables[SITE_TABLES];
 static int site_table_count;
 
 EXPORT void ms_rt_register_sites(uint64_t *begin, uint64_t *end) {
