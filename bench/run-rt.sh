@@ -11,6 +11,7 @@
 # time (best of 3; Valgrind: one run) and CPU time (user + sys of the program and of
 # memsnap, best of 3), which on a shared machine varies far less. On an idle machine the
 # writer runs on another core, and the wall ratio of 1. is the smaller.
+# MODE=callbacks or MODE=inline picks memsnap-cc's --memsnap-mode (default: its own).
 set -euo pipefail
 build=${1:-build}
 build=$(cd "$build" && pwd)
@@ -52,7 +53,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 for c in "${cases[@]}"; do
   name=${c%% *}
   clang -O2 -o "$work/plain_$name" "$source_dir/tests/kernels/$name.c"
-  "$cc" -O2 -o "$work/rt_$name" "$source_dir/tests/kernels/$name.c"
+  "$cc" ${MODE:+--memsnap-mode=$MODE} -O2 -o "$work/rt_$name" "$source_dir/tests/kernels/$name.c"
 done
 
 echo "== rt. compiler-instrumented capture (wall/CPU seconds; ratios to the plain -O2 build) =="

@@ -397,6 +397,45 @@ static void test_sites_name_source_lines(void **state) {
   free(info);
 }
 
+/* memsnap-cc's plain -g gives debug information that Valgrind 3.19 reads: a program of two
+ * files (tests/rt/project), built without -gdwarf-4, is recorded through Valgrind, and the
+ * histogram's accesses resolve to histogram.c line 5 (before, DWARF 5: Valgrind gave up
+ * before the program ran). An explicit -gdwarf-5 of the caller's is kept. */
+static void test_default_debug_info_is_read_by_valgrind(void **state) {
+  (void)state;
+  assert_int_equal(test_run("cd '%s' && '%s' -O2 -g -o histo '%s/main.c' '%s/histogram.c' "
+                            "-I'%s' && readelf --debug-dump=info histo > dwarf",
+                            dir, MEMSNAP_CC, MEMSNAP_RT_PROJECT, MEMSNAP_RT_PROJECT,
+                            MEMSNAP_RT_PROJECT),
+                   0);
+  char *dwarf = test_read_in(dir, "dwarf");
+  assert_non_null(dwarf);
+  assert_non_null(strstr(dwarf, "Version:       4"));
+  assert_null(strstr(dwarf, "Version:       5"));
+  free(dwarf);
+  assert_int_equal(test_run("cd '%s' && '%s' -O2 -g -gdwarf-5 -c -o five.o '%s/histogram.c' "
+                            "-I'%s' && readelf --debug-dump=info five.o > dwarf",
+                            dir, MEMSNAP_CC, MEMSNAP_RT_PROJECT, MEMSNAP_RT_PROJECT),
+                   0);
+  dwarf = test_read_in(dir, "dwarf");
+  assert_non_null(dwarf);
+  assert_non_null(strstr(dwarf, "Version:       5"));
+  free(dwarf);
+  assert_int_equal(test_memsnap_in(dir, "record -q --via=valgrind -o vg.mtr -- ./histo 3000"), 0);
+  rt_trace trace;
+  load_in_dir("vg.mtr", &trace);
+  long in_histogram = 0;
+  for (size_t i = 0; i < trace.count; i++) {
+    if (strcmp(rt_trace_function(&trace, &trace.accesses[i]), "histogram") != 0) continue;
+    const ms_site *site = ms_site_table_get(rt_trace_info(&trace)->sites, trace.accesses[i].site);
+    assert_non_null(site->file);
+    assert_non_null(strstr(site->file, "histogram.c"));
+    in_histogram += site->line == 5;
+  }
+  assert_true(in_histogram >= 3 * 3000); /* data[i], and bins[] loaded and stored */
+  rt_trace_free(&trace);
+}
+
 static json_object *report_in_out(void) {
   char *text = test_read_in(dir, "out");
   assert_non_null(text);
@@ -447,11 +486,13 @@ static void test_registers_preserved(void **state) {
   char *expected = test_read_in(dir, "expected");
   assert_non_null(expected);
   assert_true(strlen(expected) > 100); /* 8 lines of two numbers */
-  const char *kernels[] = {"registers", "registers_avx2"};
+  /* memsnap-cc's default mode (inline records, when its plugin was built), then callbacks */
+  const char *kernels[] = {"registers", "registers_avx2", "registers_callbacks",
+                           "registers_avx2_callbacks"};
   const char *envs[] = {"", "MEMSNAP_SAMPLE=1k/3k", "MEMSNAP_OUT="};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 4; k++) {
     __builtin_cpu_init();
-    if (k == 1 && !__builtin_cpu_supports("avx2")) break;
+    if (k % 2 == 1 && !__builtin_cpu_supports("avx2")) continue;
     for (int e = 0; e < 3; e++) {
       assert_int_equal(run_kernel(envs[e], kernels[k], "30000"), 0);
       char *out = test_read_in(dir, "out");
@@ -484,6 +525,7 @@ int main(void) {
       cmocka_unit_test(test_sampling),
       cmocka_unit_test(test_long_forms),
       cmocka_unit_test(test_sites_name_source_lines),
+      cmocka_unit_test(test_default_debug_info_is_read_by_valgrind),
       cmocka_unit_test(test_sim_live),
       cmocka_unit_test(test_registers_preserved),
   };

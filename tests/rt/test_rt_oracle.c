@@ -17,6 +17,11 @@
  *     offset in the page and the same page in order of first touch;
  *   - D1 misses (32768/64/8, LRU, every line an access spans) of the rt trace and of the
  *     kept Valgrind accesses agree within 1%.
+ * The same kernels built with --memsnap-mode=inline (memsnap-pass.so, when it was built)
+ * go through the same comparison; Valgrind also sees there the inline code's own test of
+ * the runtime's state word (`ms_rt_state`, a load of 4 bytes at its symbol's address, in the
+ * program's functions), which is left out. Loads of the thread's buffer and of the site
+ * words happen only while recording, never in the Valgrind run (the runtime is idle).
  * A last test checks interval sampling on the Valgrind path by its arithmetic. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -58,6 +63,31 @@ static int readonly_segments(const char *path, range *out, int max) {
   elf_end(elf);
   close(fd);
   return n;
+}
+
+/* The address of symbol `name` in an executable's symbol table, 0 if none. */
+static uint64_t symbol_address(const char *path, const char *name) {
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+  assert_non_null(elf);
+  uint64_t address = 0;
+  for (Elf_Scn *section = NULL; !address && (section = elf_nextscn(elf, section));) {
+    GElf_Shdr header;
+    if (!gelf_getshdr(section, &header) || header.sh_type != SHT_SYMTAB) continue;
+    Elf_Data *data = elf_getdata(section, NULL);
+    for (size_t i = 0; data && i < header.sh_size / header.sh_entsize; i++) {
+      GElf_Sym symbol;
+      const char *symbol_name = gelf_getsym(data, (int)i, &symbol)
+                                    ? elf_strptr(elf, header.sh_link, symbol.st_name)
+                                    : NULL;
+      if (symbol_name && strcmp(symbol_name, name) == 0) address = symbol.st_value;
+    }
+  }
+  elf_end(elf);
+  close(fd);
+  return address;
 }
 
 enum { CLASS_STACK, CLASS_READONLY, CLASS_DATA };
@@ -157,6 +187,9 @@ static void compare(const char *kernel_name, const char *args) {
                kept_function(&rt, site->function);
   }
 
+  /* the inline instrumentation's test of the runtime's state (callbacks: in the callback) */
+  uint64_t state_word = symbol_address(kernel, "ms_rt_state");
+  assert_true(state_word != 0);
   uint64_t counts[2][3] = {{0}};
   page_map rt_pages = {0}, vg_pages = {0};
   d1 *rt_d1 = calloc(1, sizeof *rt_d1), *vg_d1 = calloc(1, sizeof *vg_d1);
@@ -169,6 +202,7 @@ static void compare(const char *kernel_name, const char *args) {
   for (size_t i = 0; i < vg.count; i++) {
     const ms_access *v = &vg.accesses[i];
     if (!kept[v->site]) continue;
+    if (v->address == state_word && v->kind == MS_LOAD && v->size == 4) continue;
     d1_access(vg_d1, v->address, v->size);
     int c = classify(&vg_class, v->address);
     counts[1][c]++;
@@ -229,6 +263,29 @@ static void test_linked_list(void **state) {
   compare("oracle_linked_list", "5000");
 }
 
+#ifdef MEMSNAP_RT_INLINE
+static void test_inline_stream_add(void **state) {
+  (void)state;
+  compare("oracle_inline_stream_add", "20000");
+}
+static void test_inline_matmul(void **state) {
+  (void)state;
+  compare("oracle_inline_matmul", "70");
+}
+static void test_inline_stencil2d(void **state) {
+  (void)state;
+  compare("oracle_inline_stencil2d", "80");
+}
+static void test_inline_gather(void **state) {
+  (void)state;
+  compare("oracle_inline_gather", "20000");
+}
+static void test_inline_linked_list(void **state) {
+  (void)state;
+  compare("oracle_inline_linked_list", "5000");
+}
+#endif
+
 /* Valgrind path: the tool's stream counted as one, ON kept, OFF skipped, and so on. */
 static void test_valgrind_sampling(void **state) {
   (void)state;
@@ -263,9 +320,14 @@ static void test_valgrind_sampling(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stream_add),  cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_stencil2d),   cmocka_unit_test(test_gather),
-      cmocka_unit_test(test_linked_list), cmocka_unit_test(test_valgrind_sampling),
+      cmocka_unit_test(test_stream_add),         cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_stencil2d),          cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_linked_list),        cmocka_unit_test(test_valgrind_sampling),
+#ifdef MEMSNAP_RT_INLINE
+      cmocka_unit_test(test_inline_stream_add),  cmocka_unit_test(test_inline_matmul),
+      cmocka_unit_test(test_inline_stencil2d),   cmocka_unit_test(test_inline_gather),
+      cmocka_unit_test(test_inline_linked_list),
+#endif
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

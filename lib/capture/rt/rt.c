@@ -28,6 +28,9 @@
  * destructor flushes), fatal signals (flush without allocating, no EXIT: the stream is
  * truncated, then the default action), fork (the child records into OUT.<pid> in MEMSNAP_OUT
  * mode, nothing under `memsnap record`).
+ * Inline records: code that memsnap-pass.so instrumented appends the same word itself
+ * (../llvm/inline-records.cpp) and calls ms_rt_inline_<kind><size> only where a callback
+ * would take its slow path; that entry fills the site's word in the module's table.
  * Nothing here calls malloc: buffers and tables come from mmap, strings live in static
  * storage, so the runtime works inside signal handlers and under any malloc.
  */
@@ -116,8 +119,7 @@ typedef struct unit {
 /* Hidden globals rather than statics: the callbacks' assembly names them. The runtime is
  * linked into executables only (memsnap-cc), so its thread-local variables are the
  * executable's own and local-exec: %fs-relative at a link-time offset, no GOT load. */
-__attribute__((visibility("hidden"))) __thread rt_thread *ms_rt_self
-    __attribute__((tls_model("local-exec")));
+EXPORT __thread rt_thread *ms_rt_self __attribute__((tls_model("local-exec")));
 /* Sampling, OFF phase (ms_rt_off): the accesses this thread still skips, split into
  * budgets by bits 4..7 of the callback's return address (call sites of a loop body lie
  * 10-20 bytes apart: each in its own 16-byte block, unlike bits 0..2, which put 3 of
@@ -126,13 +128,13 @@ __attribute__((visibility("hidden"))) __thread rt_thread *ms_rt_self
  * the phase when every budget is spent or else spreads what is left again. So the count
  * stays exact while consecutive accesses (different call sites) decrement different
  * counters: one counter decremented by every access was a chain of store-to-load
- * forwardings, one per access (measured in DESIGN.md). */
+ * forwardings, one per access (measured in DESIGN.md). Inline instrumentation
+ * (memsnap-pass.so) spends the budget of its site's index in its module, mod 16, instead:
+ * any class with budget left keeps the count exact. */
 #define SKIP_CLASSES 16
-__attribute__((visibility("hidden"))) __thread uint64_t ms_rt_skips[SKIP_CLASSES]
-    __attribute__((tls_model("local-exec")));
+EXPORT __thread uint64_t ms_rt_skips[SKIP_CLASSES] __attribute__((tls_model("local-exec")));
 static inline unsigned skip_class(uint64_t pc) { return (unsigned)(pc >> 4) & (SKIP_CLASSES - 1); }
-__attribute__((visibility("hidden"))) __thread uint8_t ms_rt_off
-    __attribute__((tls_model("local-exec")));
+EXPORT __thread uint8_t ms_rt_off __attribute__((tls_model("local-exec")));
 /* The records buffered: the cursor is a pointer so that the hot path compares and bumps
  * it without scaling an index (measured in record_access's comment). */
 static inline uint32_t count_of(rt_thread *t) {
@@ -150,7 +152,7 @@ static __thread volatile sig_atomic_t lock_held __attribute__((tls_model("initia
  * waited for the writer's credits left a trace of only what the full slots held. */
 static __thread volatile sig_atomic_t deferred_signal __attribute__((tls_model("initial-exec")));
 
-__attribute__((visibility("hidden"))) int ms_rt_state; /* STATE_* */
+EXPORT int ms_rt_state; /* STATE_*; read by inline instrumentation too */
 static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
 static uint64_t sample_on, sample_off;
 static rt_thread *threads; /* every thread ever seen, under the lock */
@@ -636,6 +638,10 @@ static rt_thread *thread_new(void) {
 
 static void rt_init(void);
 
+/* The low bits' flag of the inline instrumentation's entries (__memsnap_inline_*): their
+ * fourth argument is the site's word in the module's table, which the slow path fills. */
+#define LOW_INLINE 0x10000u
+
 /* Starts or goes on with an OFF phase of `count` (>= 1) accesses, this one (pc) the first. */
 static void skip_from(uint64_t count, uint64_t pc) {
   for (int i = 0; i < SKIP_CLASSES; i++)
@@ -711,7 +717,10 @@ static void put_record(rt_thread *t, uint64_t address, uint32_t site, uint64_t l
  * cache does not hold. Called by the callbacks (assembly or C) with the access's address,
  * the callback's return address and the unit's low bits (kind << 8 | size). */
 __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t address, uint64_t pc,
-                                                                     uint64_t low) {
+                                                                     uint64_t low, uint64_t slot) {
+  /* inline instrumentation (memsnap-pass.so): `slot` is the site's word in its module */
+  uint64_t *site_word = low & LOW_INLINE ? (uint64_t *)(uintptr_t)slot : NULL;
+  low &= ~(uint64_t)LOW_INLINE;
   if (__atomic_load_n(&ms_rt_state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
   if (ms_rt_state != STATE_ACTIVE) {
     if (ms_rt_self) set_count(ms_rt_self, 0);
@@ -737,6 +746,8 @@ __attribute__((noinline, visibility("hidden"))) void ms_rt_slow_path(uint64_t ad
   }
   uint32_t site;
   if (!thread_site_of(t, pc, low, &site)) return;
+  if (site_word && site < MS_RT_SHORT_SITES)
+    __atomic_store_n(site_word, (uint64_t)site << 48, __ATOMIC_RELAXED);
   put_record(t, address, site, low);
 }
 
@@ -871,6 +882,7 @@ __asm__(".text\n"
         "4:\n"
         "  movq %rbx, %rdx\n"
         "  movq 88(%rbp), %rsi\n"
+        "  movq 56(%rbp), %rcx\n" /* the caller's rsi: an inline entry's slot */
         "  call ms_rt_slow_path\n"
         "  cmpl $1, ms_rt_save_kind(%rip)\n"
         "  jne 3f\n"
@@ -896,6 +908,32 @@ __asm__(".text\n"
         "  leaq 32(%rsp), %rsp\n"
         "  ret\n"
         "  .size ms_rt_slow_entry, .-ms_rt_slow_entry\n"
+        /* The inline instrumentation's slow entries (memsnap-pass.so): rdi the address,
+         * rsi the site's word in the module's table; everything else inline code does
+         * itself. Same saves as a callback's slow path, low bits with LOW_INLINE. */
+        ".macro MS_RT_INLINE name, low\n"
+        "  .globl \\name\n"
+        "  .type \\name, @function\n"
+        "  .p2align 4\n"
+        "\\name:\n"
+        "  movq %rax, -8(%rsp)\n"
+        "  movq %rcx, -16(%rsp)\n"
+        "  movq %rdx, -24(%rsp)\n"
+        "  movq %rsi, -32(%rsp)\n"
+        "  movl $\\low, %esi\n"
+        "  jmp ms_rt_slow_entry\n"
+        "  .size \\name, .-\\name\n"
+        ".endm\n"
+        "MS_RT_INLINE ms_rt_inline_load1, 65537\n"
+        "MS_RT_INLINE ms_rt_inline_store1, 65793\n"
+        "MS_RT_INLINE ms_rt_inline_load2, 65538\n"
+        "MS_RT_INLINE ms_rt_inline_store2, 65794\n"
+        "MS_RT_INLINE ms_rt_inline_load4, 65540\n"
+        "MS_RT_INLINE ms_rt_inline_store4, 65796\n"
+        "MS_RT_INLINE ms_rt_inline_load8, 65544\n"
+        "MS_RT_INLINE ms_rt_inline_store8, 65800\n"
+        "MS_RT_INLINE ms_rt_inline_load16, 65552\n"
+        "MS_RT_INLINE ms_rt_inline_store16, 65808\n"
         /* low bits: kind << 8 | size (TAG_LOAD 0, TAG_STORE 1) */
         "MS_RT_CALLBACK __sanitizer_cov_load1, 1\n"
         "MS_RT_CALLBACK __sanitizer_cov_store1, 257\n"
@@ -908,7 +946,8 @@ __asm__(".text\n"
         "MS_RT_CALLBACK __sanitizer_cov_load16, 16\n"
         "MS_RT_CALLBACK __sanitizer_cov_store16, 272\n");
 
-_Static_assert(TAG_LOAD == 0 && TAG_STORE == 1, "asm: the callbacks' low bits");
+_Static_assert(TAG_LOAD == 0 && TAG_STORE == 1 && LOW_INLINE == 65536,
+               "asm: the callbacks' low bits");
 
 #else
 /* The hot path, inlined into every callback: a buffer append in the channel's layout, with
@@ -938,7 +977,7 @@ static inline __attribute__((always_inline)) void record_access(uint64_t address
   } else if (LIKELY(ms_rt_state == STATE_OFF)) {
     return;
   }
-  ms_rt_slow_path(address, pc, low);
+  ms_rt_slow_path(address, pc, low, 0);
 }
 
 #define PC ((uint64_t)(uintptr_t)__builtin_return_address(0))
@@ -1249,6 +1288,31 @@ static int parse_sample(const char *text) {
 }
 
 /*------------------------------------------------------------*/
+/* Inline instrumentation's site tables                       */
+/*------------------------------------------------------------*/
+
+/* Code instrumented inline (memsnap-pass.so) keeps each access site's word, site << 48
+ * (0: not known yet), in a table of its module, filled by the slow path. Each module's
+ * constructor registers its table, so that a fork child that starts a new stream (site
+ * ids afresh) can clear them. Under the lock. */
+#define SITE_TABLES 4096
+static struct { uint64_t *begin, *end; } site_tables[SITE_TABLES];
+static int site_table_count;
+
+EXPORT void ms_rt_register_sites(uint64_t *begin, uint64_t *end) {
+  lock();
+  if (site_table_count < SITE_TABLES)
+    site_tables[site_table_count].begin = begin, site_tables[site_table_count++].end = end;
+  unlock();
+}
+
+static void clear_site_tables(void) {
+  for (int i = 0; i < site_table_count; i++)
+    memset(site_tables[i].begin, 0,
+           (size_t)(site_tables[i].end - site_tables[i].begin) * sizeof(uint64_t));
+}
+
+/*------------------------------------------------------------*/
 /* Fork                                                       */
 /*------------------------------------------------------------*/
 
@@ -1289,6 +1353,7 @@ static void after_fork_child(void) {
   last_thread = UINT32_MAX;
   if (site_table) memset(site_table, 0, site_capacity * sizeof *site_table);
   memset(site_cache, 0, sizeof site_cache);
+  clear_site_tables();
   site_count = 0;
   static char child_path[PATH_MAX + 32];
   char *p = append_text(child_path, child_path + sizeof child_path, out_path);
