@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config clang libclang-rt-14-dev valgrind zstd
           libzstd-dev libdw-dev libelf-dev libjson-c-dev libcmocka-dev gfortran
           libomp-14-dev util-linux gnuplot-nox openmpi-bin libopenmpi-dev groff-base
-          python3 python3-numpy chromium
+          python3 python3-numpy chromium llvm-14-dev
 )
 [ -n "${MEMSNAP_DEPS:-}" ] && read -ra packages <<< "$MEMSNAP_DEPS"
 missing=()
