@@ -34,7 +34,9 @@ typedef struct trace_summary {
 /* Lackey, din and profiles: read through, counting per kind and threads. */
 static int count_by_streaming(const char *path, trace_summary *summary, ms_stream_info *info) {
   ms_input_counts counts;
-  int rc = ms_input_count(path, &counts, info);
+  ms_open_options options; /* --rank and --thread of a profile */
+  cli_open_options_init(&options);
+  int rc = ms_input_count_with(path, &options, &counts, info);
   if (rc == 0) {
     summary->accesses = counts.accesses;
     memcpy(summary->counts_by_kind, counts.by_kind, sizeof summary->counts_by_kind);

@@ -74,6 +74,9 @@ typedef struct ms_input_counts {
   uint64_t by_kind[MS_ACCESS_KIND_COUNT];
 } ms_input_counts;
 MS_API int ms_input_count(const char *path, ms_input_counts *counts, ms_stream_info *info);
+/* The same, opened with `options` (a rank and thread of a profile; NULL: the defaults). */
+MS_API int ms_input_count_with(const char *path, const ms_open_options *options,
+                               ms_input_counts *counts, ms_stream_info *info);
 
 #ifdef __cplusplus
 }

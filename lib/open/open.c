@@ -113,9 +113,14 @@ int ms_open(const char *path, int program_argc, char *const *program_argv,
 }
 
 int ms_input_count(const char *path, ms_input_counts *counts, ms_stream_info *info) {
+  return ms_input_count_with(path, NULL, counts, info);
+}
+
+int ms_input_count_with(const char *path, const ms_open_options *options, ms_input_counts *counts,
+                        ms_stream_info *info) {
   memset(counts, 0, sizeof *counts);
   ms_source *source;
-  int rc = ms_open(path, 0, NULL, NULL, &source);
+  int rc = ms_open(path, 0, NULL, options, &source);
   if (rc < 0) return rc;
   ms_batch batch;
   rc = ms_batch_init(&batch, 0);

@@ -232,15 +232,22 @@ class Source:
         return "<memsnap.Source %s%s>" % (what, "" if self._source else " (closed)")
 
 
-def open(path=None, *, argv=None):
+def open(path=None, *, argv=None, rank=None, thread=None):
     """Opens an input as a Source: `path` (a .mtr trace, a Lackey or din text trace, a .psnap
     profile replayed in full, a trace seed; the kind comes from the contents), or, with
     argv=[program, args...], the program run under observation as `memsnap record -- ...`
-    does (Valgrind, or the program's own runtime if memsnap-cc built it). Raises
-    MemsnapError with the library's message when the input cannot be opened."""
+    does (Valgrind, or the program's own runtime if memsnap-cc built it). Of a profile
+    whose threads and ranks are merged (memsnap merge), `rank` and `thread` pick what to
+    replay, as the command line's --rank and --thread (default: the lowest rank, all its
+    threads). Raises MemsnapError with the library's message when the input cannot be
+    opened."""
     if (path is None) == (argv is None):
         raise ValueError("memsnap.open: give a path or argv=[program, args...], not both")
     options = _capi.OpenOptions()
+    if rank is not None:
+        options.pick_rank, options.rank = 1, int(rank)
+    if thread is not None:
+        options.pick_thread, options.thread = 1, int(thread)
     options.capture.quiet = 1
     tool_dir = _capi.valgrind_tool_dir()
     if tool_dir:

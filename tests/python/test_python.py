@@ -136,6 +136,20 @@ class Traces(unittest.TestCase):
                 self.assertEqual([int(k) for k in kinds],
                                  [expected["accesses_by_kind"][n] for n in memsnap.KIND_NAMES])
 
+    def test_merged_profile_picks_a_thread(self):
+        # threads4's four workers merge into one block; thread 2 alone is its 10001 accesses
+        profile = self.path("threads4.psnap")
+        memsnap_cli("profile", "-q", "-f", "worker", "-o", profile, self.threaded)
+        with open(profile) as text:
+            self.assertIn("\nblock t1..4 r0 ", text.read())
+        expected = json.loads(memsnap_cli("info", "--json", "--thread", "2", profile))
+        with memsnap.open(profile, thread=2) as source:
+            accesses = read_all(source)
+        self.assertEqual(len(accesses), expected["accesses"])
+        self.assertEqual(set(int(t) for t in accesses["thread"]), {2})
+        with self.assertRaises(memsnap.MemsnapError):
+            memsnap.open(profile, rank=3)
+
     def test_live_program(self):
         with memsnap.open(argv=STREAM_ADD) as source:
             self.assertIsNone(source.info["input"])
