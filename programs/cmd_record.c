@@ -32,11 +32,13 @@ static void usage(FILE *to) {
           "  --no-follow-exec   Valgrind path: stop at an execve instead of following the\n"
           "                     program into the new image (followed by default: env,\n"
           "                     taskset, numactl, scripts and shims that exec the program)\n"
-          "  --objects          Valgrind path: also record data objects (heap blocks and\n"
-          "                     their allocating calls, anonymous mappings, global and\n"
-          "                     static variables), for annotating misses by object; costs the\n"
-          "                     loader ~4100 accesses at start-up (without it the accesses\n"
-          "                     are exactly Cachegrind's and Lackey's)\n"
+          "  --objects          also record data objects (heap blocks and their allocating\n"
+          "                     calls, global and static variables; Valgrind path: anonymous\n"
+          "                     mappings too), for annotating misses by object. Valgrind\n"
+          "                     path: costs the loader ~4100 accesses at start-up (without\n"
+          "                     it the accesses are exactly Cachegrind's and Lackey's); rt\n"
+          "                     path: the runtime's malloc & co. record (MEMSNAP_OBJECTS=1\n"
+          "                     with MEMSNAP_OUT), no access changes\n"
           "  -a, --analysis 'NAME KEY=VALUE...'\n"
           "                     also run an analysis in the same pass (repeatable, up to 8):\n"
           "                     sim, surface, scores, signature or profile, with the\n"
@@ -182,7 +184,7 @@ int cmd_record(int argc, char **argv) {
   open_options.capture.objects = objects;
   if (channel[0] >= 0) {
     ms_capture_options attach = {
-        .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off};
+        .via = MS_CAPTURE_RT, .sample_on = sample_on, .sample_off = sample_off, .objects = objects};
     if (ms_capture_attach(channel[0], channel[1], channel[2], &attach, inputs.program_argc,
                           inputs.program_argv, &source) < 0) {
       cli_fail(argv[0]);

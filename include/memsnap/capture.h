@@ -41,11 +41,12 @@ typedef struct ms_capture_options {
    * --trace-children=yes), unless this is set; the stream is flagged
    * MS_STREAM_EXEC_FOLLOWED. Processes the program forks are never followed. */
   int no_follow_exec;
-  /* Valgrind path: capture data objects (memsnap/objects.h): the allocation functions
-   * wrapped by the tool's preload library, anonymous mappings, global and static
-   * variables. Off by default: the library costs the loader about 4100 accesses of its own
-   * at start-up (it joins every symbol lookup), and without it the stream is the program's
-   * accesses exactly as Cachegrind and Lackey count them. */
+  /* Capture data objects (memsnap/objects.h): the allocation functions wrapped by the
+   * tool's preload library (Valgrind path) or by memsnap-cc's runtime (rt path, told by
+   * MEMSNAP_OBJECTS=1; heap blocks only), anonymous mappings (Valgrind path), global and
+   * static variables (both). Off by default: the library costs the loader about 4100
+   * accesses of its own at start-up (it joins every symbol lookup), and without it the
+   * stream is the program's accesses exactly as Cachegrind and Lackey count them. */
   int objects;
   /* Valgrind path: Valgrind's own messages (its warnings and errors; its banner too without
    * quiet) are read from a pipe (--log-fd) instead of going to the program's standard

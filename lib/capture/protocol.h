@@ -34,11 +34,11 @@ enum {
   TAG_SIGNAL = 0x15, /* rt only: the program died of signal `a`; the stream is truncated */
   TAG_EXEC = 0x16,   /* Valgrind only: execve next; the last unit of its slot (see ms_main.c) */
   TAG_FORK = 0x17,   /* Valgrind only: the program forked process `a`, which is not observed */
-  /* Valgrind only (protocol 3): a data object allocated at `a` by the call of `site`, of
-   * the size in its one payload unit (u64 size, u64 0); the size field holds its kind
-   * (ms_object_kind) */
+  /* Protocol 3 and the runtime's: a data object allocated at `a` by the call of `site`,
+   * of the size in its one payload unit (u64 size, u64 0); the size field holds its kind
+   * (ms_object_kind). The runtime sends both as control units after an escape word. */
   TAG_ALLOC = 0x18,
-  TAG_FREE = 0x19 /* Valgrind only (protocol 3): the object at `a` is freed; size field: kind */
+  TAG_FREE = 0x19 /* the object at `a` is freed; size field: kind */
 };
 
 /* The client requests of the tool's preload library (valgrind/ms_preload.c):

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 
+#include "memsnap/objects.h"
 #include "rt_util.h"
 #include "testutil.h"
 
@@ -510,6 +511,101 @@ static void test_registers_preserved(void **state) {
   free(expected);
 }
 
+/* Data objects (MEMSNAP_OBJECTS=1, `memsnap record --objects --via=rt`): two_objects
+ * allocates a[N] and b[N] doubles at two lines and loads a N times, b 2 N times. */
+static json_object *object_row(json_object *rows, int line) {
+  for (size_t i = 0; i < json_object_array_length(rows); i++) {
+    json_object *row = json_object_array_get_idx(rows, i), *at, *file, *number;
+    if (json_object_object_get_ex(row, "allocated_at", &at) &&
+        json_object_object_get_ex(at, "file", &file) && file &&
+        strstr(json_object_get_string(file), "two_objects.c") &&
+        json_object_object_get_ex(at, "line", &number) && json_object_get_int(number) == line)
+      return row;
+  }
+  fail_msg("no object allocated at two_objects.c:%d", line);
+  return NULL;
+}
+
+static void test_objects(void **state) {
+  (void)state;
+  const long n = 3000;
+  char args[32], kernel[1024];
+  snprintf(args, sizeof args, "%ld", n);
+  rt_kernel("two_objects", kernel, sizeof kernel);
+  int a_line = test_program_line("../rt/two_objects.c", "a's allocation");
+  int b_line = test_program_line("../rt/two_objects.c", "b's allocation");
+  assert_true(a_line > 0 && b_line > 0);
+
+  /* MEMSNAP_OUT with MEMSNAP_OBJECTS=1: both blocks, their sizes, lines and frees */
+  assert_int_equal(run_kernel("MEMSNAP_OBJECTS=1", "two_objects", args), 0);
+  uint64_t addresses[2] = {printed_address("objA"), printed_address("objB")};
+  rt_trace trace;
+  load_in_dir("out.mtr", &trace);
+  const ms_stream_info *info = rt_trace_info(&trace);
+  assert_non_null(info->objects);
+  int allocated[2] = {0, 0}, freed[2] = {0, 0};
+  uint64_t count = ms_object_table_count(info->objects);
+  for (uint64_t i = 0; i < count; i++) {
+    const ms_object_event *e = ms_object_table_get(info->objects, i);
+    for (int k = 0; k < 2; k++) {
+      if (e->address != addresses[k] || e->kind != MS_OBJECT_HEAP) continue;
+      if (e->freed) {
+        assert_int_equal(allocated[k], 1);
+        freed[k]++;
+        continue;
+      }
+      allocated[k]++;
+      assert_int_equal(e->size, (uint64_t)n * 8);
+      const ms_site *site = ms_site_table_get(info->sites, e->site);
+      assert_non_null(site);
+      assert_non_null(site->file);
+      assert_non_null(strstr(site->file, "two_objects.c"));
+      assert_int_equal(site->line, k == 0 ? a_line : b_line);
+      assert_true(e->index <= trace.count);
+    }
+  }
+  assert_int_equal(allocated[0], 1);
+  assert_int_equal(allocated[1], 1);
+  assert_int_equal(freed[0], 1);
+  assert_int_equal(freed[1], 1);
+  size_t with_objects = trace.count;
+  rt_trace_free(&trace);
+
+  /* without objects asked for: no object block, and the same accesses */
+  assert_int_equal(run_kernel("", "two_objects", args), 0);
+  load_in_dir("out.mtr", &trace);
+  assert_null(rt_trace_info(&trace)->objects);
+  assert_int_equal(trace.count, with_objects);
+  rt_trace_free(&trace);
+  assert_int_equal(test_memsnap_in(dir, "record -q --via=rt -o plain.mtr -- '%s' %s", kernel, args),
+                   0);
+  assert_int_equal(test_memsnap_in(dir, "info --json plain.mtr"), 0);
+  char *out = test_read_in(dir, "out");
+  assert_null(strstr(out, "\"objects\""));
+  free(out);
+
+  /* memsnap record --objects --via=rt, then annotate --by object: a[] has N loads, b[] 2 N
+   * (the loop bounds), each at its allocating line */
+  assert_int_equal(
+      test_memsnap_in(dir, "record -q --objects --via=rt -o o.mtr -- '%s' %s", kernel, args), 0);
+  assert_int_equal(
+      test_memsnap_in(dir, "annotate -H nehalem --by object --all --json -o o.json o.mtr"), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/o.json", dir);
+  json_object *annotation = json_object_from_file(path);
+  assert_non_null(annotation);
+  json_object *rows = NULL;
+  assert_true(json_object_object_get_ex(annotation, "objects", &rows));
+  json_object *a = object_row(rows, a_line), *b = object_row(rows, b_line), *field;
+  assert_true(json_object_object_get_ex(a, "accesses", &field));
+  assert_int_equal(json_object_get_int64(field), n);
+  assert_true(json_object_object_get_ex(b, "accesses", &field));
+  assert_int_equal(json_object_get_int64(field), 2 * n);
+  assert_true(json_object_object_get_ex(a, "bytes", &field));
+  assert_int_equal(json_object_get_int64(field), n * 8);
+  json_object_put(annotation);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pthreads),
@@ -528,6 +624,7 @@ int main(void) {
       cmocka_unit_test(test_default_debug_info_is_read_by_valgrind),
       cmocka_unit_test(test_sim_live),
       cmocka_unit_test(test_registers_preserved),
+      cmocka_unit_test(test_objects),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

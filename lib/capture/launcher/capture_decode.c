@@ -179,9 +179,9 @@ static int add_static(void *context, uint64_t address, uint64_t size, const char
 
 /* A new object's global and static variables, from the point of the stream where its
  * first site appears (its code runs before its data is touched, as a rule). With data
- * objects only (Valgrind path: the runtime's programs record no allocations). */
+ * objects only (either path: ms_capture_options.objects). */
 static int add_statics(capture_source *cs, const char *path, uint64_t bias) {
-  if (!cs->capture_objects || cs->rt_layout) return MS_OK;
+  if (!cs->capture_objects) return MS_OK;
   if (!cs->base.info.objects && !(cs->base.info.objects = ms_object_table_new()))
     return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
   static_context context = {cs, path};
@@ -432,7 +432,7 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
   } else if (tag == TAG_FORK && !cs->rt_layout) {
     info->children++;
     info->flags |= MS_STREAM_CHILDREN;
-  } else if ((tag == TAG_ALLOC || tag == TAG_FREE) && !cs->rt_layout) {
+  } else if (tag == TAG_ALLOC || tag == TAG_FREE) {
     size_t extra = unit_extra(cs->rt_layout, b);
     if (tag == TAG_ALLOC && (extra != 1 || UNIT > (size_t)(cs->chunk_end - p - UNIT)))
       return ms_error_set(MS_ERR_FORMAT, "capture channel: bad allocation record");
@@ -441,7 +441,7 @@ static long control_unit(capture_source *cs, const unsigned char *p, uint32_t *s
                           site);
     if (!info->objects && !(info->objects = ms_object_table_new()))
       return ms_error_set(MS_ERR_NOMEM, "out of memory for the data objects");
-    unsigned kind = (unsigned)(b & 0xff);
+    unsigned kind = (unsigned)(cs->rt_layout ? b >> 48 : b) & 0xff; /* the size field */
     ms_object_event event = {.index = cs->delivered + cs->filling,
                              .address = a,
                              .size = tag == TAG_ALLOC ? read_u64(p + UNIT) : 0,

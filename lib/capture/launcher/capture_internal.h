@@ -55,7 +55,7 @@ typedef struct capture_source {
   int rt_layout;        /* HELLO said MS_RT_VERSION: the slots hold the runtime's 8-byte words */
   uint64_t *site_tails; /* rt: site | size << 48 | kind << 56 of each site, from its SITE */
   int sampling;         /* sample here (Valgrind path) */
-  int capture_objects;  /* data objects captured (Valgrind path, ms_capture_options.objects) */
+  int capture_objects;  /* data objects captured (ms_capture_options.objects) */
   int sample_recording;
   uint64_t sample_left;   /* accesses left in the current phase */
   uint16_t thread;        /* thread of the accesses that follow */

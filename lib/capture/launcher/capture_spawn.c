@@ -285,7 +285,7 @@ static char **rt_environment(int notice_fd, int shm_fd, int credit_fd,
   size_t count = 0;
   while (environ && environ[count])
     count++;
-  char **env = calloc(count + 3, sizeof *env);
+  char **env = calloc(count + 4, sizeof *env);
   char *channel = malloc(64), *sample = malloc(80);
   if (!env || !channel || !sample) {
     free(env);
@@ -293,6 +293,9 @@ static char **rt_environment(int notice_fd, int shm_fd, int credit_fd,
     free(sample);
     return NULL;
   }
+  /* MEMSNAP_OBJECTS: the runtime's allocation wrappers record (memsnap record --objects);
+   * an inherited value is replaced, as MEMSNAP_SAMPLE is */
+  static char objects_on[] = "MEMSNAP_OBJECTS=1", objects_off[] = "MEMSNAP_OBJECTS=";
   snprintf(channel, 64, "MEMSNAP_RT_CHANNEL=%d,%d,%d", notice_fd, shm_fd, credit_fd);
   if (options && options->sample_on > 0 && options->sample_off > 0)
     snprintf(sample, 80, "MEMSNAP_SAMPLE=%llu/%llu", (unsigned long long)options->sample_on,
@@ -302,8 +305,10 @@ static char **rt_environment(int notice_fd, int shm_fd, int credit_fd,
   size_t n = 0;
   env[n++] = channel;
   env[n++] = sample;
+  env[n++] = options && options->objects ? objects_on : objects_off;
   for (size_t i = 0; i < count; i++)
     if (strncmp(environ[i], "MEMSNAP_OUT=", 12) != 0 &&
+        strncmp(environ[i], "MEMSNAP_OBJECTS=", 16) != 0 &&
         strncmp(environ[i], "MEMSNAP_RT_CHANNEL=", 19) != 0 &&
         strncmp(environ[i], "MEMSNAP_SAMPLE=", 15) != 0)
       env[n++] = environ[i];
@@ -328,6 +333,7 @@ int ms_capture_attach(int notice_fd, int shm_fd, int credit_fd, const ms_capture
   fcntl(notice_fd, F_SETFD, FD_CLOEXEC);
   fcntl(credit_fd, F_SETFD, FD_CLOEXEC);
   int rc = init_info(cs, argc, argv, argv[0], "rt", options);
+  cs->capture_objects = options && options->objects;
   if (rc == 0) {
     void *map = mmap(NULL, (size_t)SLOT_COUNT * SLOT_BYTES, PROT_READ, MAP_SHARED, shm_fd, 0);
     if (map == MAP_FAILED)
@@ -368,7 +374,7 @@ int ms_capture_open(const ms_capture_options *options, int argc, char *const *ar
   }
   rc = init_info(cs, argc, argv, program, via == MS_CAPTURE_RT ? "rt" : "valgrind", options);
   cs->sampling = via == MS_CAPTURE_VALGRIND && (cs->base.info.flags & MS_STREAM_SAMPLED);
-  cs->capture_objects = via == MS_CAPTURE_VALGRIND && options && options->objects;
+  cs->capture_objects = options && options->objects;
 
   int channel[2] = {-1, -1}, credit[2] = {-1, -1}, log[2] = {-1, -1}, shm = -1;
   char **env = NULL;

@@ -154,6 +154,9 @@ static __thread volatile sig_atomic_t deferred_signal __attribute__((tls_model("
 
 EXPORT int ms_rt_state; /* STATE_*; read by inline instrumentation too */
 static int helper_mode; /* MEMSNAP_OUT: this process started the writer */
+/* MEMSNAP_OBJECTS=1: the allocation wrappers record heap objects (ALLOC and FREE units in
+ * the thread's buffer). Read once by rt_init; off, a wrapper costs one load and branch. */
+static int objects_on;
 static uint64_t sample_on, sample_off;
 static rt_thread *threads; /* every thread ever seen, under the lock */
 static rt_thread *free_threads;
@@ -1217,6 +1220,7 @@ static int start_writer(const char *output) {
     argv[n++] = (char *)"--sample";
     argv[n++] = arguments[1];
   }
+  if (objects_on) argv[n++] = (char *)"--objects";
   argv[n++] = (char *)"-o";
   argv[n++] = (char *)output;
   argv[n++] = (char *)"--";
@@ -1378,6 +1382,8 @@ static void rt_init(void) {
   const char *channel = getenv("MEMSNAP_RT_CHANNEL");
   const char *output = getenv("MEMSNAP_OUT");
   const char *sample = getenv("MEMSNAP_SAMPLE");
+  const char *objects = getenv("MEMSNAP_OBJECTS");
+  objects_on = objects && *objects && strcmp(objects, "0") != 0;
   if ((channel && *channel) || (output && *output)) {
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = '\0';
@@ -1393,6 +1399,7 @@ static void rt_init(void) {
     /* an instrumented program that this one starts is not recorded into the same file */
     unsetenv("MEMSNAP_RT_CHANNEL");
     unsetenv("MEMSNAP_OUT");
+    unsetenv("MEMSNAP_OBJECTS");
     if (next == STATE_ACTIVE) {
       scan_objects();
       on_exit(on_exit_handler, NULL);
@@ -1400,6 +1407,7 @@ static void rt_init(void) {
       pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     }
   }
+  if (next != STATE_ACTIVE) objects_on = 0;
   __atomic_store_n(&ms_rt_state, next, __ATOMIC_RELEASE);
 }
 
@@ -1408,4 +1416,214 @@ __attribute__((constructor(101))) static void rt_constructor(int argc, char **ar
   saved_argc = argc;
   saved_argv = argv;
   if (__atomic_load_n(&ms_rt_state, __ATOMIC_ACQUIRE) == STATE_UNINIT) rt_init();
+}
+
+/*------------------------------------------------------------*/
+/* Data objects: the allocation functions                     */
+/*------------------------------------------------------------*/
+
+/* The executable defines malloc & co. (weak, so that a static link keeps libc's and a
+ * program's own definitions win); the dynamic linker binds every caller in the process to
+ * them, libc's and other libraries' calls included. Each wrapper calls the next definition
+ * (dlsym(RTLD_NEXT): libc's, or that of an allocator library the program links), and with
+ * MEMSNAP_OBJECTS records the block: an ALLOC unit, site = the caller's return address, or
+ * a FREE, appended to the thread's buffer between its accesses, so that the event's index
+ * in the stream is exact. While dlsym resolves (it may calloc) allocations come from a
+ * static arena; frees of its blocks are ignored. See DESIGN.md, "Data objects". */
+typedef struct real_allocator {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void *(*memalign)(size_t, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+} real_allocator;
+
+static real_allocator real;
+static int real_state; /* 0: unresolved, 1: resolving, 2: resolved */
+static _Alignas(64) unsigned char bootstrap[64 * 1024];
+static size_t bootstrap_used;
+/* This thread is inside a wrapper's recording (thread_new, pthread_setspecific may
+ * allocate): inner allocations are not recorded. */
+static __thread int in_wrapper __attribute__((tls_model("initial-exec")));
+
+static void *bootstrap_alloc(size_t size, size_t alignment) {
+  if (alignment < 16) alignment = 16;
+  size_t at =
+      (__atomic_load_n(&bootstrap_used, __ATOMIC_RELAXED) + alignment - 1) & ~(alignment - 1);
+  if (size > sizeof bootstrap || at > sizeof bootstrap - size) return NULL;
+  __atomic_store_n(&bootstrap_used, at + size, __ATOMIC_RELAXED);
+  return bootstrap + at; /* zeroed: static storage, never reused */
+}
+
+static int in_bootstrap(const void *p) {
+  return (const unsigned char *)p >= bootstrap &&
+         (const unsigned char *)p < bootstrap + sizeof bootstrap;
+}
+
+static void resolve_real(void) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&real_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    if (expected == 1) return; /* dlsym allocating: the caller uses the arena */
+    return;
+  }
+  real_allocator r;
+  r.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+  r.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+  r.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+  r.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+  r.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+  r.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+  r.aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+  r.valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+  r.pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+  real = r;
+  __atomic_store_n(&real_state, 2, __ATOMIC_RELEASE);
+}
+
+/* 1 when the real functions are there; 0 while dlsym resolves them (use the arena). */
+static inline int have_real(void) {
+  if (LIKELY(__atomic_load_n(&real_state, __ATOMIC_ACQUIRE) == 2)) return 1;
+  resolve_real();
+  return __atomic_load_n(&real_state, __ATOMIC_ACQUIRE) == 2;
+}
+
+/* Appends an ALLOC (address, size, the call at return address `from`) or a FREE to this
+ * thread's buffer: control units among its access words (../protocol.h), which the flush
+ * copies into the channel as they are. Sampling: the words are no access; the ON phase's
+ * count is settled before them and its limit set again after. */
+static void record_object(uint32_t tag, uint64_t address, uint64_t size, uint64_t from) {
+  if (ms_rt_state != STATE_ACTIVE || in_wrapper || lock_held) return;
+  in_wrapper = 1;
+  rt_thread *t = ms_rt_self;
+  if (!t) t = ms_rt_self = thread_new();
+  uint32_t site = 0;
+  if (t && tag == TAG_ALLOC) {
+    lock();
+    int ok =
+        ms_rt_state == STATE_ACTIVE && !channel_broken && (site_capacity != 0 || grow_sites() == 0);
+    if (ok) site = site_of(from, 0, 0);
+    unlock();
+    if (!ok) t = NULL;
+  }
+  if (t) {
+    uint32_t words = tag == TAG_ALLOC ? 5 : 3;
+    int on = !ms_rt_off;
+    if (sample_on && on) t->on_left -= count_of(t) - t->limit_base;
+    if (count_of(t) + words > THREAD_RECORDS + RECORD_SLACK) flush_own(t);
+    record *p = t->pos;
+    p[0] = MS_RT_ESCAPE_CONTROL;
+    p[1] = address;
+    p[2] = pack_slot(site, tag, 0 /* MS_OBJECT_HEAP */, tag == TAG_ALLOC ? 1 : 0);
+    if (tag == TAG_ALLOC) p[3] = size, p[4] = 0;
+    __atomic_store_n(&t->pos, p + words, __ATOMIC_RELEASE);
+    if (count_of(t) >= THREAD_RECORDS) flush_own(t);
+    if (on) set_limit(t); /* an OFF phase keeps its end: every access takes the slow path */
+  }
+  in_wrapper = 0;
+}
+
+#define CALLER ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+EXPORT __attribute__((weak)) void *malloc(size_t size) {
+  if (UNLIKELY(!have_real())) return bootstrap_alloc(size, 16);
+  void *p = real.malloc(size);
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+  return p;
+}
+
+EXPORT __attribute__((weak)) void free(void *p) {
+  if (!p || UNLIKELY(in_bootstrap(p))) return;
+  if (UNLIKELY(!have_real())) return; /* not reached: only the arena allocates before */
+  if (UNLIKELY(objects_on)) record_object(TAG_FREE, (uintptr_t)p, 0, 0);
+  real.free(p);
+}
+
+EXPORT __attribute__((weak)) void *calloc(size_t count, size_t size) {
+  if (UNLIKELY(!have_real())) {
+    size_t bytes;
+    return __builtin_mul_overflow(count, size, &bytes) ? NULL : bootstrap_alloc(bytes, 16);
+  }
+  void *p = real.calloc(count, size);
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, count * size, CALLER);
+  return p;
+}
+
+EXPORT __attribute__((weak)) void *realloc(void *old, size_t size) {
+  if (UNLIKELY(!have_real() || in_bootstrap(old))) {
+    void *p = have_real() ? real.malloc(size) : bootstrap_alloc(size, 16);
+    if (p && old) { /* an arena block: its size is unknown, but never more than the rest */
+      size_t room = (size_t)(bootstrap + sizeof bootstrap - (unsigned char *)old);
+      memcpy(p, old, size < room ? size : room);
+    }
+    if (p && objects_on && have_real()) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+    return p;
+  }
+  void *p = real.realloc(old, size);
+  if (UNLIKELY(objects_on) && (p || size == 0)) {
+    if (old) record_object(TAG_FREE, (uintptr_t)old, 0, 0);
+    if (p) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+  }
+  return p;
+}
+
+EXPORT __attribute__((weak)) void *reallocarray(void *old, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (UNLIKELY(!have_real() || in_bootstrap(old))) return realloc(old, bytes);
+  void *p = real.realloc(old, bytes);
+  if (UNLIKELY(objects_on) && (p || bytes == 0)) {
+    if (old) record_object(TAG_FREE, (uintptr_t)old, 0, 0);
+    if (p) record_object(TAG_ALLOC, (uintptr_t)p, bytes, CALLER);
+  }
+  return p;
+}
+
+EXPORT __attribute__((weak)) void *memalign(size_t alignment, size_t size) {
+  if (UNLIKELY(!have_real())) return bootstrap_alloc(size, alignment);
+  void *p = real.memalign(alignment, size);
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+  return p;
+}
+
+EXPORT __attribute__((weak)) void *aligned_alloc(size_t alignment, size_t size) {
+  if (UNLIKELY(!have_real())) return bootstrap_alloc(size, alignment);
+  void *p = real.aligned_alloc(alignment, size);
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+  return p;
+}
+
+EXPORT __attribute__((weak)) int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (UNLIKELY(!have_real())) {
+    void *p = bootstrap_alloc(size, alignment);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  int rc = real.posix_memalign(out, alignment, size);
+  if (UNLIKELY(objects_on) && rc == 0 && *out)
+    record_object(TAG_ALLOC, (uintptr_t)*out, size, CALLER);
+  return rc;
+}
+
+EXPORT __attribute__((weak)) void *valloc(size_t size) {
+  if (UNLIKELY(!have_real())) return bootstrap_alloc(size, 4096);
+  void *p = real.valloc(size);
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, size, CALLER);
+  return p;
+}
+
+EXPORT __attribute__((weak)) void *pvalloc(size_t size) {
+  if (UNLIKELY(!have_real())) return bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
+  void *p = real.pvalloc(size);
+  size_t bytes = (size + 4095) & ~(size_t)4095;
+  if (UNLIKELY(objects_on) && p) record_object(TAG_ALLOC, (uintptr_t)p, bytes, CALLER);
+  return p;
 }
