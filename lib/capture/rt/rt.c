@@ -1452,10 +1452,12 @@ static __thread int in_wrapper __attribute__((tls_model("initial-exec")));
 
 static void *bootstrap_alloc(size_t size, size_t alignment) {
   if (alignment < 16) alignment = 16;
-  size_t at =
-      (__atomic_load_n(&bootstrap_used, __ATOMIC_RELAXED) + alignment - 1) & ~(alignment - 1);
-  if (size > sizeof bootstrap || at > sizeof bootstrap - size) return NULL;
-  __atomic_store_n(&bootstrap_used, at + size, __ATOMIC_RELAXED);
+  if (size > sizeof bootstrap || alignment > sizeof bootstrap) return NULL;
+  /* a block of size + alignment taken at once: threads that allocate while dlsym
+   * resolves get disjoint blocks */
+  size_t start = __atomic_fetch_add(&bootstrap_used, size + alignment, __ATOMIC_RELAXED);
+  size_t at = (start + alignment - 1) & ~(alignment - 1);
+  if (start > sizeof bootstrap || at > sizeof bootstrap - size) return NULL;
   return bootstrap + at; /* zeroed: static storage, never reused */
 }
 
