@@ -1,9 +1,11 @@
 /* memsnap skeleton [--slices N] [--slice-size N] [--ratio R] [--line B] [--cluster N]
  *                  -o SKEL.c (TRACE | -- PROGRAM ARGS)
+ * memsnap skeleton [--scale F] -o SKEL.c PROFILE.psnap
  *
  * A memory skeleton of a run: a short C program whose accesses are slices of the run's,
- * line by line and cluster by cluster (memsnap/skeleton.h, docs/skeletons.md). The C file
- * is written whole or not at all.
+ * line by line and cluster by cluster, or, from a profile, its sites' patterns as loops in
+ * its order (memsnap/skeleton.h, docs/skeletons.md). The C file is written whole or not at
+ * all.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,12 +15,16 @@
 
 #include "cli.h"
 #include "memsnap/output.h"
+#include "memsnap/psnap.h"
 #include "memsnap/skeleton.h"
 
 static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap skeleton [OPTIONS] -o SKEL.c (TRACE | -- PROGRAM ARGS...)\n"
+          "       memsnap skeleton [--scale F] -o SKEL.c PROFILE.psnap\n"
           "  -o, --output FILE   the C program to write\n"
+          "  --scale F           of a profile: its orders' outermost repeat counts times F\n"
+          "                      (0 < F <= 1, default 1), every pattern's shape kept\n"
           "  --slices N          slices spread evenly over the run (default 10, fewer rather\n"
           "                      than slices under --min-slice-size; 0: one slice every\n"
           "                      RATIO x SLICE-SIZE accesses)\n"
@@ -41,6 +47,52 @@ static int parse_count_option(const char *command, const char *name, const char 
   return -1;
 }
 
+/* The skeleton of a profile: its lowest rank, every thread. */
+static int profile_skeleton(const char *command, const char *path, double scale, const char *output,
+                            int quiet) {
+  ms_psnap_profile profile;
+  if (ms_psnap_profile_load(path, &profile) < 0) {
+    cli_fail(command);
+    return 1;
+  }
+  int status = 1;
+  ms_output out = {0};
+  ms_skeleton_profile_summary summary;
+  if (ms_psnap_profile_pick(&profile, -1, -1) < 0) {
+    cli_error(command, "%s: %s", path, ms_error_message());
+    goto done;
+  }
+  if (!profile.site_count) {
+    cli_error(command, "%s: the profile has no sites: nothing to make a skeleton of", path);
+    goto done;
+  }
+  if (ms_output_open(&out, output) < 0) {
+    cli_fail(command);
+    goto done;
+  }
+  if (ms_skeleton_write_profile_c(&profile, scale, out.file, &summary) < 0) {
+    ms_output_abort(&out);
+    cli_error(command, "%s: %s", output, ms_error_message());
+    goto done;
+  }
+  if (ms_output_commit(&out) < 0) {
+    cli_fail(command);
+    goto done;
+  }
+  if (!quiet)
+    fprintf(stderr,
+            "memsnap skeleton: %s: %" PRIu32 " sites (%" PRIu32 " lossy or lossless), %" PRIu32
+            " threads (%" PRIu32 " lossy orders), %" PRIu32 " regions in %.1f MiB, %" PRIu64
+            " of the profile's %" PRIu64 " accesses\n",
+            output, summary.sites, summary.lossy_sites, summary.threads, summary.lossy_threads,
+            summary.regions, (double)summary.reservation / (1 << 20), summary.kept,
+            summary.accesses);
+  status = 0;
+done:
+  ms_psnap_profile_free(&profile);
+  return status;
+}
+
 int cmd_skeleton(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"slices", required_argument, NULL, 'S'},
@@ -50,6 +102,7 @@ int cmd_skeleton(int argc, char **argv) {
                                           {"line", required_argument, NULL, 'L'},
                                           {"cluster", required_argument, NULL, 'c'},
                                           {"form", required_argument, NULL, 'F'},
+                                          {"scale", required_argument, NULL, 's'},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -58,6 +111,8 @@ int cmd_skeleton(int argc, char **argv) {
   const char *output = NULL;
   int quiet = 0, c;
   uint64_t value;
+  double scale = 1;
+  const char *scale_text = NULL;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":o:qh", options, NULL)) != -1) {
@@ -92,6 +147,16 @@ int cmd_skeleton(int argc, char **argv) {
         return 2;
       }
       break;
+    case 's': {
+      char *end;
+      scale = strtod(optarg, &end);
+      if (end == optarg || *end || !(scale > 0 && scale <= 1)) {
+        cli_error(argv[0], "--scale: a fraction in (0, 1], not '%s'", optarg);
+        return 2;
+      }
+      scale_text = optarg;
+      break;
+    }
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
@@ -109,6 +174,12 @@ int cmd_skeleton(int argc, char **argv) {
   }
   if (!output) {
     cli_error(argv[0], "give the C file to write: -o SKEL.c");
+    return 2;
+  }
+  if (inputs.count && ms_psnap_detect(inputs.paths[0]) == 1)
+    return profile_skeleton(argv[0], inputs.paths[0], scale, output, quiet);
+  if (scale_text) {
+    cli_error(argv[0], "--scale is for a profile; of a trace, use --ratio or --slices");
     return 2;
   }
   ms_sink *builder = NULL;

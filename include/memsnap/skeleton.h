@@ -27,6 +27,16 @@
  * the catalog whose way is at most 2 MiB (all but one level) maps them to the same sets
  * as the application did, up to one rotation.
  */
+/* Memory skeletons from PSnAP profiles (beyond the slides; lib/skeleton/profile_skeleton.c):
+ * each exact site's stride pattern becomes an iterator (its loop counters in static storage,
+ * its runs handed out one at a time, cyclically, as replay reads it), each thread's order
+ * nested loops over the sites' accesses in the profile's order, threads one after the
+ * other as replay runs them. The skeleton issues the profile's addresses relative to its
+ * regions (the sites' ranges joined when within 1 MiB, each laid at its low address
+ * modulo 2 MiB in one reservation), with each site's size and kind. Lossy sites draw their
+ * addresses from their histograms and frequent strides with a xorshift generator, lossy
+ * orders walk their path counts; lossless sites read a table of their addresses.
+ */
 #ifndef MEMSNAP_SKELETON_H
 #define MEMSNAP_SKELETON_H
 
@@ -34,6 +44,7 @@
 #include <stdio.h>
 
 #include "memsnap/api.h"
+#include "memsnap/expr.h"
 #include "memsnap/stream.h"
 
 #ifdef __cplusplus
@@ -90,6 +101,29 @@ MS_API int ms_skeleton_summarize(ms_sink *builder, ms_skeleton_summary *out);
 /* After the stream ended: the skeleton as one C file (C99 and POSIX, libc only), `info`
  * naming the program in its comments. MS_ERR_ARG if no access was kept. */
 MS_API int ms_skeleton_write_c(ms_sink *builder, const ms_stream_info *info, FILE *out);
+
+/* What a skeleton of a profile holds. */
+typedef struct ms_skeleton_profile_summary {
+  uint32_t sites, lossy_sites; /* lossy and lossless sites among them */
+  uint32_t threads, lossy_threads;
+  uint32_t regions;
+  uint64_t reservation; /* bytes reserved for the regions */
+  uint64_t accesses;    /* of the profile */
+  uint64_t kept;        /* the skeleton's data accesses (scaled) */
+} ms_skeleton_profile_summary;
+
+struct ms_psnap_profile;
+/* The skeleton of a profile (not in block form: ms_psnap_profile_pick) as one C file,
+ * its orders' outermost repetitions scaled by `scale` (0 < scale <= 1;
+ * ms_skeleton_scale_order). MS_ERR_ARG for a profile without sites or a scale out of
+ * range, MS_ERR_IO if writing failed. */
+MS_API int ms_skeleton_write_profile_c(const struct ms_psnap_profile *profile, double scale,
+                                       FILE *out, ms_skeleton_profile_summary *summary);
+/* An order with the repeat counts of its outermost repetitions (the root's children) times
+ * `scale`, rounded, at least 1; a group left with one iteration passes scale x its repeat
+ * on to its children, as their scale; nodes with steps keep their repeats. `out` is initialised
+ * here; the caller frees it. */
+MS_API int ms_skeleton_scale_order(const ms_expr *order, double scale, ms_expr *out);
 
 /* The table's words (docs/skeletons.md). A run, bit 63 clear: bits 0-33 the first line's
  * index in the reservation, 34-45 the stride in lines (signed), 46-53 the lines - 1,
