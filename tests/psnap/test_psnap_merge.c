@@ -61,7 +61,9 @@ static ms_access *replay_all(ms_psnap_profile *p, size_t *count) {
  * shared word, thread 1 reads a table on the heap, 16 r^2 bytes further in rank r (not
  * affine: MPI_Init's allocations differ by rank). Rank 0, the master, sweeps twice as
  * long. */
-static char *rank_text(unsigned r) {
+/* noinline: GCC 12 at -O3, having inlined it, took the string that asprintf returned
+ * through the local `text` for a pointer to that local (-Wdangling-pointer) */
+__attribute__((noinline)) static char *rank_text(unsigned r) {
   char *text;
   unsigned long long a = 0x1000 + 0x100ull * r;
   int master = r == 0;
