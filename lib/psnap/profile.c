@@ -177,19 +177,21 @@ static int is_magic(const char *head, size_t n) {
  * profile's size. */
 #define DETECT_MAX_COMPRESSED ((size_t)256 << 10)
 
-int ms_psnap_detect(const char *path) {
-  unsigned char head[8];
-  size_t n;
-  if (ms_input_peek(path, 0, head, sizeof head, &n) < 0) return 0;
-  if (!is_zstd(head, n)) return is_magic((const char *)head, n);
-  /* compressed: the first bytes of the text, streamed through zstd */
-  char text[8];
+/* The first `size` bytes (at most) of a profile's text into `text`, decompressed through
+ * zstd when the file is compressed; *n says how many. Negative when the file cannot be
+ * read. */
+static int peek_text(const char *path, char *text, size_t size, size_t *n) {
+  unsigned char head[4];
+  size_t got;
+  *n = 0;
+  int rc = ms_input_peek(path, 0, head, sizeof head, &got);
+  if (rc < 0) return rc;
+  if (!is_zstd(head, got)) return ms_input_peek(path, 0, text, size, n);
   ZSTD_DStream *stream = ZSTD_createDStream();
   unsigned char *piece = malloc(16384);
-  ZSTD_outBuffer out = {text, sizeof text, 0};
+  ZSTD_outBuffer out = {text, size, 0};
   uint64_t offset = 0;
   while (stream && piece && out.pos < out.size && offset < DETECT_MAX_COMPRESSED) {
-    size_t got;
     if (ms_input_peek(path, offset, piece, 16384, &got) < 0 || got == 0) break;
     ZSTD_inBuffer in = {piece, got, 0};
     size_t left = 1;
@@ -198,9 +200,17 @@ int ms_psnap_detect(const char *path) {
     if (ZSTD_isError(left) || got < 16384) break;
     offset += got;
   }
+  int failed = !stream || !piece;
   ZSTD_freeDStream(stream);
   free(piece);
-  return is_magic(text, out.pos);
+  *n = out.pos;
+  return failed ? ms_error_set(MS_ERR_NOMEM, "out of memory") : 0;
+}
+
+int ms_psnap_detect(const char *path) {
+  char text[8];
+  size_t n;
+  return peek_text(path, text, sizeof text, &n) == 0 && is_magic(text, n);
 }
 
 /* Text of the header read to find a `rank` line: program, arguments and the few keys
@@ -209,35 +219,9 @@ int ms_psnap_detect(const char *path) {
 
 int ms_psnap_peek_rank(const char *path, uint32_t *rank) {
   char *text = malloc(PEEK_TEXT + 1);
-  unsigned char *piece = malloc(16384);
-  if (!text || !piece) {
-    free(text);
-    free(piece);
-    return ms_error_set(MS_ERR_NOMEM, "out of memory");
-  }
+  if (!text) return ms_error_set(MS_ERR_NOMEM, "out of memory");
   size_t n = 0;
-  unsigned char head[4];
-  size_t got;
-  int rc = ms_input_peek(path, 0, head, sizeof head, &got);
-  if (rc == 0 && !is_zstd(head, got))
-    rc = ms_input_peek(path, 0, text, PEEK_TEXT, &n);
-  else if (rc == 0) {
-    ZSTD_DStream *stream = ZSTD_createDStream();
-    ZSTD_outBuffer out = {text, PEEK_TEXT, 0};
-    uint64_t offset = 0;
-    while (stream && out.pos < out.size && offset < DETECT_MAX_COMPRESSED) {
-      if (ms_input_peek(path, offset, piece, 16384, &got) < 0 || got == 0) break;
-      ZSTD_inBuffer in = {piece, got, 0};
-      size_t left = 1;
-      while (in.pos < in.size && out.pos < out.size && !ZSTD_isError(left))
-        left = ZSTD_decompressStream(stream, &out, &in);
-      if (ZSTD_isError(left) || got < 16384) break;
-      offset += got;
-    }
-    ZSTD_freeDStream(stream);
-    n = out.pos;
-  }
-  free(piece);
+  int rc = peek_text(path, text, PEEK_TEXT, &n);
   int found = 0;
   if (rc == 0) {
     text[n] = '\0';
