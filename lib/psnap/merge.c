@@ -1,11 +1,15 @@
 /* Threads and ranks merged into blocks (scalamemtrace-budanur-mueller-gamblin-2010.txt,
  * sections 2.2 and 2.3): a block is one thread order and its sites standing for every
  * thread and rank of its sets, its addresses affine in the thread and rank numbers (the
- * paper's EPRSD `<(0,K,1),(1000,400),(100,4),ST_A>`). Blocks join when everything but
- * their first addresses is the same (kinds, sizes, counts, patterns, lossy models, order,
- * source locations: compared as the text of their sites with the addresses taken out) and
- * their numbers and addresses continue each other's progressions. Picking a rank and its
- * threads gives the ordinary profile back, which replay and every reader use.
+ * paper's EPRSD `<(0,K,1),(1000,400),(100,4),ST_A>`) plus, where they are not, a table of
+ * moves per member shared by the sites that move alike. Blocks join when everything but
+ * their addresses is the same (kinds, sizes, counts, patterns, lossy models, order,
+ * source locations: compared as a byte signature with the addresses taken out) and their
+ * numbers continue each other's progressions. The moves are what makes real MPI codes
+ * merge: their heap, allocated after MPI_Init, lies 0 to 0x50 bytes apart from rank to
+ * rank (mpi_stencil, 2 -> 16 ranks: 4.17x the merged size without moves, 1.03x with).
+ * Picking a rank and its threads gives the ordinary profile back, which replay and every
+ * reader use.
  */
 #include <inttypes.h>
 #include <stdlib.h>
