@@ -1,5 +1,5 @@
-/* memsnap profile -o OUT.psnap[.zst] [--compress] [--all-objects] [--function F]... [--line
- * FILE:LINE]... [--lossless]
+/* memsnap profile -o OUT.psnap[.zst] [--compress] [--all-objects] [--object NAME]...
+ *                 [--function F]... [--line FILE:LINE]... [--lossless]
  *                 [--max-strides N] [--site-cap N] [--order-cap N]
  *                 [--order-window N] [--order-periods N] [--fidelity low|normal|high]
  *                 (TRACE | -- PROGRAM ARGS)
@@ -7,8 +7,11 @@
  * Builds a PSnAP profile (docs/formats.md) from any source: live through Valgrind
  * without storing a trace, or from a trace file. By default only the accesses of the
  * program's own executable are kept (not the loader's or the libraries'); --all-objects
- * keeps every access. An output named *.zst, or --compress, is written through zstd
- * (every reader of a profile decompresses it). Prints a one-line summary on stderr.
+ * keeps every access, --object those of the objects named (a program whose work is in a
+ * shared library). When the selection leaves out most of the stream, the summary names the
+ * object it left out most and the option that would keep it. An output named *.zst, or --compress,
+ * is written through zstd (every reader of a profile decompresses it). Prints a one-line summary on
+ * stderr.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,6 +31,9 @@ static void usage(FILE *to) {
               "  -z, --compress        compress with zstd whatever the name\n"
               "      --all-objects     keep the accesses of every object (loader, libraries);\n"
               "                        default: only those of the program's executable\n"
+              "      --object NAME     keep the accesses of this object (repeatable): a\n"
+              "                        shared library by its name (liblammps, libsqlite3.so)\n"
+              "                        or the end of its path\n"
               "  -f, --function NAME   keep only the accesses of this function (repeatable)\n"
               "  -l, --line FILE:LINE  keep only the accesses of this source line (repeatable)\n"
               "      --lossless        keep the exact addresses of sites without a pattern\n"
@@ -71,7 +77,8 @@ int cmd_profile(int argc, char **argv) {
     ORDER_PERIODS,
     FIDELITY,
     ALL_OBJECTS,
-    KEEP_THREADS
+    KEEP_THREADS,
+    OBJECT
   };
   size_t output_length;
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
@@ -79,6 +86,7 @@ int cmd_profile(int argc, char **argv) {
                                           {"line", required_argument, NULL, 'l'},
                                           {"lossless", no_argument, NULL, LOSSLESS},
                                           {"all-objects", no_argument, NULL, ALL_OBJECTS},
+                                          {"object", required_argument, NULL, OBJECT},
                                           {"max-strides", required_argument, NULL, MAX_STRIDES},
                                           {"site-cap", required_argument, NULL, SITE_CAP},
                                           {"order-cap", required_argument, NULL, ORDER_CAP},
@@ -96,10 +104,11 @@ int cmd_profile(int argc, char **argv) {
   char *expanded = NULL;
   const char **functions = calloc((size_t)argc + 1, sizeof *functions);
   const char **lines = calloc((size_t)argc + 1, sizeof *lines);
+  const char **objects = calloc((size_t)argc + 1, sizeof *objects);
   int quiet = 0, compress = 0, c, status = 0, fidelity = 1, explicit_caps = 0;
   uint64_t count;
-  if (!functions || !lines) {
-    free(functions), free(lines);
+  if (!functions || !lines || !objects) {
+    free(functions), free(lines), free(objects);
     cli_error(argv[0], "out of memory");
     return 1;
   }
@@ -119,6 +128,14 @@ int cmd_profile(int argc, char **argv) {
     case LOSSLESS: settings.lossless = 1; break;
     case KEEP_THREADS: settings.keep_threads = 1; break;
     case ALL_OBJECTS: settings.all_objects = 1; break;
+    case OBJECT:
+      if (!*optarg || strchr(optarg, ' ')) {
+        cli_error(argv[0], "--object: expected an object's name or path without spaces, got '%s'",
+                  optarg);
+        status = 2;
+      }
+      objects[settings.object_count++] = optarg;
+      break;
     case MAX_STRIDES:
       status = parse_cap(argv[0], "--max-strides", optarg, &settings.max_strides);
       if (status == 0 && settings.max_strides > 64) {
@@ -180,6 +197,7 @@ int cmd_profile(int argc, char **argv) {
   if (explicit_caps & 8) settings.order_periods = given.order_periods;
   settings.functions = functions;
   settings.lines = lines;
+  settings.objects = objects;
   settings.keep_threads = given.keep_threads;
   const char *mpi_rank = cli_mpi_rank();
   if (cli_rank >= 0)
@@ -248,6 +266,18 @@ int cmd_profile(int argc, char **argv) {
       fprintf(stderr, "; selection %s, %llu accesses left out (%.1f%% of the stream)\n",
               result->selection ? result->selection : "all", (unsigned long long)result->excluded,
               stream ? 100.0 * (double)result->excluded / (double)stream : 0.0);
+      /* the default selection left out most of the run: say where it is and how to keep it */
+      if (result->excluded_object && 2 * result->excluded > stream && result->selection &&
+          !strncmp(result->selection, "executable ", 11)) {
+        const char *slash = strrchr(result->excluded_object, '/');
+        const char *base = slash ? slash + 1 : result->excluded_object;
+        const char *dot = strchr(base, '.');
+        fprintf(stderr,
+                "memsnap profile: note: %.1f%% of the stream is in %s; to profile it, add"
+                " --object %.*s (or --all-objects)\n",
+                100.0 * (double)result->excluded_object_accesses / (double)stream,
+                result->excluded_object, dot ? (int)(dot - base) : (int)strlen(base), base);
+      }
     }
   } else if (source)
     cli_fail(argv[0]);
@@ -257,5 +287,6 @@ out:
   free(expanded);
   free(functions);
   free(lines);
+  free(objects);
   return status;
 }

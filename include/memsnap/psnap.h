@@ -240,9 +240,13 @@ typedef struct ms_psnap_profile {
   int blocks;
   int has_rank;      /* the profile is of one MPI rank (a `rank` line) */
   uint32_t rank;     /* that rank */
-  char *selection;   /* "all", "executable PATH", or the --function/--line filter as given */
+  char *selection;   /* "all", "executable PATH", or the --function/--line/--object filter */
   uint64_t excluded; /* accesses of the stream left out by the selection */
   int has_excluded;  /* the profile states `excluded` (profiles before it do not) */
+  /* Set by the builder only (not in the file): the object whose accesses the selection left
+   * out most (its path, NULL if none), and how many of them. */
+  char *excluded_object;
+  uint64_t excluded_object_accesses;
 } ms_psnap_profile;
 
 /* A compressed profile decompresses to at most this many bytes of text (256 MiB). */
@@ -332,6 +336,8 @@ typedef struct ms_psnap_options {
                        ms_psnap_merge_threads) */
   int has_rank;     /* the profile is of MPI rank `rank` (written as its `rank` line) */
   uint32_t rank;
+  const char *const *objects; /* ... or of sites in these objects (ms_psnap_object_matches) */
+  int object_count;
 } ms_psnap_options;
 
 MS_API void ms_psnap_options_default(ms_psnap_options *options);
@@ -349,6 +355,10 @@ MS_API int ms_psnap_builder_take(ms_sink *sink, ms_psnap_profile *out);
  * "function F line FILE:LINE ..."), decided per trace site and cached. */
 typedef struct ms_psnap_filter ms_psnap_filter;
 
+/* 1 if an object's path matches NAME of a selection's `object NAME`: with a '/', the path's
+ * end at a '/' boundary; else the path's base name up to a '.' (liblammps matches
+ * /usr/lib/x86_64-linux-gnu/liblammps.so.0, libc matches libc.so.6 and not libcurl.so.4). */
+MS_API int ms_psnap_object_matches(const char *object, const char *name);
 /* MS_ERR_FORMAT for a selection that is none of these. */
 MS_API int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out);
 MS_API void ms_psnap_filter_free(ms_psnap_filter *filter);

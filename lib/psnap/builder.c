@@ -202,6 +202,11 @@ typedef struct builder {
   uint32_t thread_count;
   ms_psnap_filter *filter; /* from the first batch on */
   uint64_t excluded;
+  /* accesses left out per trace site below BY_TRACE_MAX, to name the object the selection
+   * left out most (a profile of lmp's executable holds 86 of its 61 M accesses: the work is
+   * in liblammps.so.0, and the summary says so) */
+  uint64_t *excluded_by_site;
+  uint32_t excluded_capacity;
   uint64_t cached_key;
   uint32_t cached_site;
   uint64_t rng;
@@ -349,17 +354,21 @@ static int find_site(builder *b, const ms_access *a, uint32_t *out) {
  * real path when it resolves), else everything. */
 static char *selection_text(const builder *b, const ms_stream_info *info) {
   const ms_psnap_options *o = &b->options;
-  if (o->function_count || o->line_count) {
+  if (o->function_count || o->line_count || o->object_count) {
     size_t size = 1;
     for (int i = 0; i < o->function_count; i++)
       size += strlen(o->functions[i]) + 10;
     for (int i = 0; i < o->line_count; i++)
       size += strlen(o->lines[i]) + 10;
+    for (int i = 0; i < o->object_count; i++)
+      size += strlen(o->objects[i]) + 10;
     char *text = calloc(size, 1);
     for (int i = 0; text && i < o->function_count; i++)
       strcat(strcat(strcat(text, i ? " " : ""), "function "), o->functions[i]);
     for (int i = 0; text && i < o->line_count; i++)
       strcat(strcat(strcat(text, *text ? " " : ""), "line "), o->lines[i]);
+    for (int i = 0; text && i < o->object_count; i++)
+      strcat(strcat(strcat(text, *text ? " " : ""), "object "), o->objects[i]);
     return text;
   }
   if (o->all_objects || !info->program || !*info->program || strchr(info->program, '\n'))
@@ -921,6 +930,19 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
     if (keep < 0) return keep;
     if (!keep) {
       b->excluded++;
+      if (a->site < BY_TRACE_MAX) {
+        if (a->site >= b->excluded_capacity) {
+          uint32_t capacity = b->excluded_capacity ? b->excluded_capacity : 1024;
+          while (capacity <= a->site)
+            capacity *= 2;
+          uint64_t *more = realloc(b->excluded_by_site, capacity * sizeof *more);
+          if (!more) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+          memset(more + b->excluded_capacity, 0, (capacity - b->excluded_capacity) * sizeof *more);
+          b->excluded_by_site = more;
+          b->excluded_capacity = capacity;
+        }
+        b->excluded_by_site[a->site]++;
+      }
       continue;
     }
     uint32_t site = 0;
@@ -933,6 +955,47 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
 }
 
 /* ---- finishing ---- */
+
+/* The object whose accesses the selection left out most, into p->excluded_object. */
+static int most_excluded_object(const builder *b, const ms_stream_info *info, ms_psnap_profile *p) {
+  const char **names = NULL;
+  uint64_t *counts = NULL;
+  uint32_t count = 0, capacity = 0;
+  for (uint32_t i = 0; i < b->excluded_capacity; i++) {
+    const ms_site *site = b->excluded_by_site[i] ? ms_site_table_get(info->sites, i) : NULL;
+    if (!site || !site->object) continue;
+    uint32_t k = 0;
+    while (k < count && strcmp(names[k], site->object))
+      k++;
+    if (k == count) {
+      if (count == capacity) {
+        capacity = capacity ? 2 * capacity : 16;
+        const char **more_names = realloc(names, capacity * sizeof *names);
+        if (more_names) names = more_names;
+        uint64_t *more_counts = more_names ? realloc(counts, capacity * sizeof *counts) : NULL;
+        if (more_counts) counts = more_counts;
+        if (!more_names || !more_counts) {
+          free(names), free(counts);
+          return ms_error_set(MS_ERR_NOMEM, "out of memory");
+        }
+      }
+      names[count] = site->object, counts[count++] = 0;
+    }
+    counts[k] += b->excluded_by_site[i];
+  }
+  uint32_t best = UINT32_MAX;
+  for (uint32_t k = 0; k < count; k++)
+    if (best == UINT32_MAX || counts[k] > counts[best]) best = k;
+  int rc = 0;
+  if (best != UINT32_MAX) {
+    if (!(p->excluded_object = strdup(names[best])))
+      rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+    else
+      p->excluded_object_accesses = counts[best];
+  }
+  free(names), free(counts);
+  return rc;
+}
 
 /* Whether the first n elements of a (read cyclically) equal those of b; run by run. */
 static int same_prefix(const ms_expr *a, const ms_expr *b, uint64_t n) {
@@ -1365,12 +1428,15 @@ static int builder_end(ms_sink *sink, const ms_stream_info *info) {
     int rc = ms_psnap_merge_threads(p);
     if (rc < 0) return rc;
   }
+  rc = most_excluded_object(b, info, p);
+  if (rc < 0) return rc;
   b->finished = 1;
   return 0;
 }
 
 static void builder_destroy(ms_sink *sink) {
   builder *b = (builder *)sink;
+  free(b->excluded_by_site);
   for (uint32_t i = 0; i < b->site_count; i++)
     release_site(&b->sites[i]);
   for (uint32_t t = 0; t < b->thread_count; t++)

@@ -43,6 +43,7 @@ void ms_psnap_profile_free(ms_psnap_profile *profile) {
   }
   free(profile->threads);
   free(profile->selection);
+  free(profile->excluded_object);
   ms_stream_info_clear(&profile->info);
   memset(profile, 0, sizeof *profile);
 }

@@ -693,7 +693,8 @@ static int read_header(reader *r, ms_psnap_profile *profile) {
       if (!(profile->selection = profile_copy_rest(r)))
         rc = MS_ERR_NOMEM;
       else if (ms_psnap_filter_new(profile->selection, &filter) < 0)
-        rc = read_error(r, "selection is all, executable PATH, or function F / line FILE:LINE");
+        rc = read_error(r, "selection is all, executable PATH, or function F / line FILE:LINE /"
+                           " object NAME words");
       ms_psnap_filter_free(filter);
     } else if (profile_key_is(r, "excluded")) {
       rc = profile_read_number_line(r, 10, &profile->excluded);

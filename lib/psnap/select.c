@@ -10,7 +10,13 @@
  *                                  env, taskset, shell scripts and shims into the program
  *                                  they start);
  *   function F line FILE:LINE ...  accesses of sites in these functions or at these lines
- *                                  (FILE matched by its end, at a '/' boundary).
+ *   object NAME ...                (FILE matched by its end, at a '/' boundary) or in these
+ *                                  objects: NAME with a '/' matches an object's path by its
+ *                                  end at a '/' boundary, else its base name up to a '.'
+ *                                  (liblammps and liblammps.so match liblammps.so.0; libc
+ *                                  matches libc.so.6, not libcurl.so.4): a program whose
+ *                                  work is in a shared library (lmp in liblammps.so.0,
+ *                                  python3, sqlite3's libsqlite3) is profiled by its library.
  * An object matches the executable if the paths are equal, or resolve (realpath) to the
  * same file, or, when either cannot be resolved (a trace read on another machine), have
  * the same base name. Any other object is kept if it is a program itself: an ELF file of
@@ -42,8 +48,8 @@ struct ms_psnap_filter {
   char *executable;      /* as written in the selection */
   char *executable_real; /* realpath of it, or NULL */
   char *text;            /* a copy, cut into functions and lines */
-  char **functions, **lines;
-  int function_count, line_count;
+  char **functions, **lines, **objects;
+  int function_count, line_count, object_count;
   uint8_t *decided; /* per trace site */
   uint32_t capacity;
   struct program_check { /* objects checked by is_program */
@@ -83,7 +89,8 @@ int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
   f->text = strdup(selection);
   f->functions = calloc(words, sizeof *f->functions);
   f->lines = calloc(words, sizeof *f->lines);
-  if (!f->text || !f->functions || !f->lines) goto nomem;
+  f->objects = calloc(words, sizeof *f->objects);
+  if (!f->text || !f->functions || !f->lines || !f->objects) goto nomem;
   char *save = NULL, *kind = strtok_r(f->text, " ", &save);
   while (kind) {
     char *value = strtok_r(NULL, " ", &save);
@@ -92,6 +99,8 @@ int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
       f->functions[f->function_count++] = value;
     else if (!strcmp(kind, "line") && strrchr(value, ':'))
       f->lines[f->line_count++] = value;
+    else if (!strcmp(kind, "object"))
+      f->objects[f->object_count++] = value;
     else {
       int rc = ms_error_set(MS_ERR_FORMAT, "selection: unknown '%s %s'", kind, value);
       ms_psnap_filter_free(f); /* kind and value point into f->text */
@@ -99,10 +108,10 @@ int ms_psnap_filter_new(const char *selection, ms_psnap_filter **out) {
     }
     kind = strtok_r(NULL, " ", &save);
   }
-  if (kind || f->function_count + f->line_count == 0) {
+  if (kind || f->function_count + f->line_count + f->object_count == 0) {
     ms_psnap_filter_free(f);
     return ms_error_set(MS_ERR_FORMAT, "selection: expected all, executable PATH, or function F"
-                                       " / line FILE:LINE words");
+                                       " / line FILE:LINE / object NAME words");
   }
   *out = f;
   return 0;
@@ -118,6 +127,7 @@ void ms_psnap_filter_free(ms_psnap_filter *filter) {
   free(filter->text);
   free(filter->functions);
   free(filter->lines);
+  free(filter->objects);
   free(filter->decided);
   for (uint32_t i = 0; i < filter->checked_count; i++)
     free(filter->checked[i].object);
@@ -188,9 +198,19 @@ static int in_executable(ms_psnap_filter *f, const char *object) {
   return is_program(f, object);
 }
 
+int ms_psnap_object_matches(const char *object, const char *name) {
+  size_t m = strlen(name);
+  if (!object || !m) return 0;
+  if (strchr(name, '/')) return ends_with(object, name, m);
+  const char *base = base_name(object);
+  return !strncmp(base, name, m) && (base[m] == '\0' || base[m] == '.');
+}
+
 static int decide(ms_psnap_filter *f, const ms_site *site) {
   if (f->executable) return in_executable(f, site ? site->object : NULL);
   int keep = 0;
+  for (int i = 0; site && i < f->object_count; i++)
+    keep |= ms_psnap_object_matches(site->object, f->objects[i]);
   for (int i = 0; site && i < f->function_count; i++)
     keep |= site->function && !strcmp(site->function, f->functions[i]);
   for (int i = 0; site && site->file && i < f->line_count; i++) {

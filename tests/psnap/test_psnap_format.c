@@ -162,7 +162,7 @@ static char *without_line(const char *text, const char *key) {
  * replays by its own model (walk, reuse odds), the fallback of the shared one. */
 static char *own_model(char *text) {
   for (;;) {
-    const char *key = strstr(text, "\n  shared ") ? "\n  shared "
+    const char *key = strstr(text, "\n  shared ")        ? "\n  shared "
                       : strstr(text, "\n  first-touch ") ? "\n  first-touch "
                                                          : NULL;
     if (!key) return text;
@@ -890,7 +890,6 @@ static void jumps_reuse_their_lines(void **state) {
   free(s.accesses);
 }
 
-
 /* Of the accesses of `site`, the share whose 64-byte line any access touched within the
  * `window` accesses before. */
 static double site_line_reuse(const stream *s, uint32_t site, size_t window) {
@@ -950,7 +949,8 @@ static void lossy_sites_share_lines_with_their_thread(void **state) {
   stream selected = replay(text, &only);
   assert_int_equal(selected.count, N);
   for (size_t i = 0, j = 0; i < whole.count; i++)
-    if (whole.accesses[i].site == 1) assert_int_equal(selected.accesses[j++].address, whole.accesses[i].address);
+    if (whole.accesses[i].site == 1)
+      assert_int_equal(selected.accesses[j++].address, whole.accesses[i].address);
   ms_psnap_replay_options later = {.site_mask = mask, .from = 12345, .count = 100};
   stream part = replay(text, &later);
   for (size_t i = 0; i < part.count; i++)
@@ -1001,8 +1001,8 @@ static void first_touches_keep_the_pace(void **state) {
   uint64_t lines = 0;
   for (int g = 0; g < MS_PSNAP_SEGMENTS; g++)
     lines += built.sites[0].new_lines[g];
-  print_message("new lines: %" PRIu64 " (%d accesses, %" PRIu64 " after the previous one)\n",
-                lines, N, built.sites[0].new_next);
+  print_message("new lines: %" PRIu64 " (%d accesses, %" PRIu64 " after the previous one)\n", lines,
+                N, built.sites[0].new_next);
   assert_true(lines > N / 8 * 9 / 10 && lines <= N / 8 + 16);
   assert_true(built.sites[0].new_next > lines / 3); /* the front line, or one skipped */
   char *text = round_trip(&built, "\n  first-touch ");
@@ -1072,6 +1072,9 @@ static void malformed_profiles_are_rejected(void **state) {
   free(bad);
   bad = replace(text, "selection executable\n", "selection everything\n");
   expect_rejected(bad, "selection is all, executable PATH, or function F / line FILE:LINE");
+  free(bad);
+  bad = replace(text, "selection executable\n", "selection object\n");
+  expect_rejected(bad, "object NAME words");
   free(bad);
   bad = replace(text, "selection executable\n", "selection function f bogus x\n");
   expect_rejected(bad, "selection is all, executable PATH");
@@ -1254,8 +1257,43 @@ static void executable_selection_keeps_programs(void **state) {
   unlink(fifo);
 }
 
+/* `object NAME` keeps the objects named by base name up to a '.' or by the end of their path;
+ * words of every kind combine. */
+static void object_selection_keeps_the_objects_named(void **state) {
+  (void)state;
+  assert_true(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0", "liblammps"));
+  assert_true(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0", "liblammps.so"));
+  assert_true(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0",
+                                      "x86_64-linux-gnu/liblammps.so.0"));
+  assert_true(ms_psnap_object_matches("/usr/bin/lmp", "lmp"));
+  assert_false(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/libcurl.so.4", "libc"));
+  assert_false(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0", "lammps"));
+  assert_false(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0", "gnu/lib"));
+  assert_false(ms_psnap_object_matches("/usr/lib/x86_64-linux-gnu/liblammps.so.0", ""));
+  assert_false(ms_psnap_object_matches(NULL, "libc"));
+  ms_site_table *sites = ms_site_table_new();
+  const char *objects[] = {"/usr/bin/lmp", "/lib/x86_64-linux-gnu/libc.so.6",
+                           "/lib/x86_64-linux-gnu/libcurl.so.4",
+                           "/usr/lib/x86_64-linux-gnu/liblammps.so.0", NULL};
+  const char *functions[] = {"main", "memcpy", "curl_easy_init", "compute", "mystery"};
+  const int kept[] = {1, 1, 0, 1, 0};
+  for (int i = 0; i < 5; i++)
+    assert_true(ms_site_table_add(sites, 0x1000 + (uint64_t)i, objects[i], functions[i], NULL, 0) ==
+                i);
+  ms_psnap_filter *filter;
+  assert_int_equal(ms_psnap_filter_new("object libc object liblammps.so function main", &filter),
+                   0);
+  for (uint32_t i = 0; i < 5; i++)
+    if (ms_psnap_filter_keeps(filter, sites, i) != kept[i])
+      fail_msg("site %u (%s %s) kept %d, expected %d", i, objects[i] ? objects[i] : "-",
+               functions[i], !kept[i], kept[i]);
+  ms_psnap_filter_free(filter);
+  ms_site_table_free(sites);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(object_selection_keeps_the_objects_named),
       cmocka_unit_test(round_trip_and_exact_replay),
       cmocka_unit_test(lossy_order_keeps_counts),
       cmocka_unit_test(seeking_matches_replay_from_start),

@@ -744,6 +744,29 @@ static void default_profile_is_the_executable(void **state) {
     }
     assert_true(elsewhere > 0);
     ms_psnap_profile_free(&profile);
+
+    /* --object: libc's accesses (counted by the trace's objects), then libc's and the
+     * kernel's by its base name */
+    object_split in_libc;
+    split_by_object(trace, "/lib/x86_64-linux-gnu/libc.so.6", &in_libc);
+    assert_true(in_libc.inside > 0);
+    assert_int_equal(test_memsnap_in(dir, "profile -q --object libc -o libc.psnap %s", trace), 0);
+    snprintf(path, sizeof path, "%s/libc.psnap", dir);
+    assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+    assert_string_equal(profile.selection, "object libc");
+    assert_int_equal(profile.access_count, in_libc.inside);
+    assert_int_equal(profile.excluded, in_libc.outside);
+    ms_psnap_profile_free(&profile);
+    assert_int_equal(test_memsnap_in(dir, "profile -q --object libc --object %s -o two.psnap %s",
+                                     K->name, trace),
+                     0);
+    snprintf(path, sizeof path, "%s/two.psnap", dir);
+    assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+    assert_int_equal(profile.access_count, in_libc.inside + split.inside);
+    ms_psnap_profile_free(&profile);
+    assert_int_equal(test_memsnap_in(dir, "verify two.psnap %s", trace), 0);
+    free(in_libc.pcs);
+    free(in_libc.other_pcs);
     print_message("%-10s executable %llu accesses, %llu left out; profile %ld bytes (all objects "
                   "%ld)\n",
                   K->name, (unsigned long long)split.inside, (unsigned long long)split.outside,
@@ -785,6 +808,30 @@ static void profile_through_exec_keeps_the_programs(void **state) {
   free(kernel_split.other_pcs);
   free(env_split.pcs);
   free(env_split.other_pcs);
+
+  /* a program whose own code does almost nothing: the summary names the object that holds
+   * most of what the default selection left out (the loader's, counted in the trace), and
+   * the option that keeps it */
+  assert_int_equal(test_memsnap_in(dir, "record -q -o true.mtr -- /usr/bin/true"), 0);
+  object_split loader;
+  split_by_object("true.mtr", "/lib64/ld-linux-x86-64.so.2", &loader);
+  assert_true(2 * loader.inside > loader.inside + loader.outside);
+  assert_int_equal(test_memsnap_in(dir, "profile -o true.psnap true.mtr"), 0);
+  char *out = test_read_in(dir, "err");
+  if (!strstr(out, "ld-linux-x86-64.so.2; to profile it, add --object ld-linux-x86-64"))
+    fail_msg("no note of the loader in:\n%s", out);
+  free(out);
+  assert_int_equal(test_memsnap_in(dir, "profile --object ld-linux-x86-64 -o true.psnap true.mtr"),
+                   0);
+  out = test_read_in(dir, "err");
+  assert_null(strstr(out, "note:"));
+  free(out);
+  snprintf(path, sizeof path, "%s/true.psnap", dir);
+  assert_int_equal(ms_psnap_profile_load(path, &profile), 0);
+  assert_int_equal(profile.access_count, loader.inside);
+  ms_psnap_profile_free(&profile);
+  free(loader.pcs);
+  free(loader.other_pcs);
 }
 
 /* Raw bytes of dir/name, and their size. */
