@@ -13,6 +13,10 @@
 # in a shared library (libbz2, liblzma, libsqlite3), so they are profiled with
 # --all-objects; the others' work is in their executable, the default selection.
 # python3 is listed apart (apps_slow): Valgrind takes 12 s to start the interpreter alone.
+# LAMMPS (Debian's lammps: lmp over liblammps.so.0, an MPI program run as one process) runs
+# the LJ melt of its benchmark suite on 864 atoms, 20 and 80 steps, profiled with
+# --object liblammps; it is in the set when /usr/bin/lmp is installed (bench/run.sh
+# installs the package).
 
 apps_inputs() {
   local dir=$1 f
@@ -24,6 +28,25 @@ apps_inputs() {
   head -c $(($(stat -c %s "$dir/text-large") / 4)) "$dir/text-large" > "$dir/text-small"
   apps_sql 1000 > "$dir/query-small.sql"
   apps_sql 4000 > "$dir/query-large.sql"
+  # LAMMPS's bench/in.lj, at 6x6x6 unit cells (864 atoms) instead of 20x20x20
+  for steps in 20 80; do
+    cat << EOF > "$dir/lj-$steps.in"
+units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 6 0 6 0 6
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+neigh_modify delay 0 every 20 check no
+fix 1 all nve
+run $steps
+EOF
+  done
   cat > "$dir/words.py" << 'EOF'
 import sys
 counts = {}
@@ -76,6 +99,9 @@ apps_define() {
     "sort|/usr/bin/sort|--parallel=1 -k2 $in/text-small|--parallel=1 -k2 $in/text-large|"
     "sqlite3|/usr/bin/sqlite3|-batch -init $in/query-small.sql :memory: .quit|-batch -init $in/query-large.sql :memory: .quit|--all-objects"
   )
+  if [ -x /usr/bin/lmp ]; then
+    apps+=("lammps|/usr/bin/lmp|-in $in/lj-20.in -log none -screen none|-in $in/lj-80.in -log none -screen none|--object liblammps")
+  fi
   apps_slow=(
     "python3|/usr/bin/python3.11|-S -E $in/words.py $in/text-small|-S -E $in/words.py $in/text-large|"
   )
