@@ -292,7 +292,7 @@ static void test_catalog(void **state) {
     assert_int_equal(ms_hierarchy_parse(entry->name, &config), MS_OK);
     assert_int_equal(ms_hierarchy_parse(entry->spec, &config), MS_OK);
     if (i < MS_HIERARCHY_CATALOG_EVALUATION) {
-      char name[16];
+      char name[24];
       snprintf(name, sizeof name, "hpcmo-%02d", i + 1);
       assert_string_equal(entry->name, name);
     }
