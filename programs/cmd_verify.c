@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/cache.h"
+#include "memsnap/evaluation.h"
 #include "memsnap/verify.h"
 #include "report.h"
 
@@ -33,6 +35,19 @@ static double percent(uint64_t part, uint64_t whole) {
 }
 
 /* The sites listed: the least exact in program order first, at most `limit`. */
+/* The hierarchy whose level l differs most between the trace and the replay (-1: none). */
+static int largest_difference(const ms_verify_result *r, int l) {
+  int worst = -1;
+  double largest = -1.0;
+  for (int h = 0; h < MS_EVALUATION_COUNT; h++) {
+    if (r->trace_rates.levels[h] <= l || r->replay_rates.levels[h] <= l) continue;
+    double d = r->trace_rates.hit_rate[h][l] - r->replay_rates.hit_rate[h][l];
+    if (d < 0) d = -d;
+    if (d > largest) largest = d, worst = h;
+  }
+  return worst;
+}
+
 static uint32_t listed_sites(const ms_verify_result *r, uint64_t limit, uint32_t *order) {
   uint32_t listed = 0;
   for (int pass = 0; pass < 2 && listed < limit; pass++)
@@ -97,10 +112,19 @@ static void write_text(FILE *out, const char *profile_path, const ms_verify_resu
             "%s):\n",
             MS_EVALUATION_COUNT,
             r->whole ? "; whole run: the accesses left out from the trace on both sides" : "");
-    for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++)
-      if (r->levels[l].count)
-        fprintf(out, "  L%d mean %.3f max %.3f (%d hierarchies)\n", l + 1,
-                r->levels[l].mean * 100.0, r->levels[l].max * 100.0, r->levels[l].count);
+    for (int l = 0; l < MS_HIERARCHY_MAX_LEVELS; l++) {
+      if (!r->levels[l].count) continue;
+      fprintf(out, "  L%d mean %.3f max %.3f (%d hierarchies", l + 1, r->levels[l].mean * 100.0,
+              r->levels[l].max * 100.0, r->levels[l].count);
+      /* where the largest difference is: a level that sees few accesses (an L2 behind a
+       * 99.9% L1) moves far on a few misses */
+      int h = largest_difference(r, l);
+      if (h >= 0)
+        fprintf(out, "; largest on %s: trace %.2f%%, replay %.2f%%",
+                ms_hierarchy_catalog_get(h)->name, r->trace_rates.hit_rate[h][l] * 100.0,
+                r->replay_rates.hit_rate[h][l] * 100.0);
+      fprintf(out, ")\n");
+    }
   }
 }
 
@@ -172,6 +196,15 @@ static void write_json(FILE *out, const char *profile_path, const ms_verify_resu
       json_object_object_add(o, "hierarchies", json_object_new_int(r->levels[l].count));
       json_object_object_add(o, "mean_points", json_object_new_double(r->levels[l].mean * 100.0));
       json_object_object_add(o, "max_points", json_object_new_double(r->levels[l].max * 100.0));
+      int h = largest_difference(r, l);
+      if (h >= 0) {
+        json_object_object_add(o, "max_hierarchy",
+                               json_object_new_string(ms_hierarchy_catalog_get(h)->name));
+        json_object_object_add(o, "max_trace_percent",
+                               json_object_new_double(r->trace_rates.hit_rate[h][l] * 100.0));
+        json_object_object_add(o, "max_replay_percent",
+                               json_object_new_double(r->replay_rates.hit_rate[h][l] * 100.0));
+      }
       json_object_array_add(levels, o);
     }
     json_object_object_add(root, "hit_rate_differences", levels);
@@ -183,11 +216,13 @@ static void write_json(FILE *out, const char *profile_path, const ms_verify_resu
 }
 
 int cmd_verify(int argc, char **argv) {
-  static const struct option options[] = {
-      {"no-cache", no_argument, NULL, 'N'},     {"sites", required_argument, NULL, 'S'},
-      {"whole", no_argument, NULL, 'W'},
-      {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"no-cache", no_argument, NULL, 'N'},
+                                          {"sites", required_argument, NULL, 'S'},
+                                          {"whole", no_argument, NULL, 'W'},
+                                          {"output", required_argument, NULL, 'o'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   ms_verify_options verify_options = {0};
   int json = 0, c;
   const char *output = NULL;
@@ -225,7 +260,8 @@ int cmd_verify(int argc, char **argv) {
     cli_error(argv[0], "%s: %s", inputs.paths[0], ms_error_message());
     return 2;
   }
-  verify_options.pick_rank = cli_rank >= 0, verify_options.rank = (uint32_t)(cli_rank >= 0 ? cli_rank : 0);
+  verify_options.pick_rank = cli_rank >= 0,
+  verify_options.rank = (uint32_t)(cli_rank >= 0 ? cli_rank : 0);
   verify_options.pick_thread = cli_thread >= 0;
   verify_options.thread = (uint32_t)(cli_thread >= 0 ? cli_thread : 0);
   ms_open_options trace_options;

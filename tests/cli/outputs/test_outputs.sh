@@ -126,6 +126,19 @@ if [ -n "$analyze" ]; then
   done
 fi
 
+# verify names the hierarchy of each level's largest difference: its two hit rates differ by
+# the level's max_points
+python3 - out/verify-json.out << 'EOF' || exit 1
+import json, sys
+text = open(sys.argv[1]).read().split("\n--- stderr\n")[0]
+levels = json.loads(text)["hit_rate_differences"]
+for level in levels:
+    gap = abs(level["max_trace_percent"] - level["max_replay_percent"])
+    if abs(gap - level["max_points"]) > 1e-9:
+        sys.exit("test_outputs: L%d: largest on %s differs by %g, max_points %g" % (
+            level["level"], level["max_hierarchy"], gap, level["max_points"]))
+EOF
+
 if [ "${MEMSNAP_UPDATE_EXPECTED:-}" = 1 ]; then
   rm -rf "$expected"
   cp -r out "$expected"
