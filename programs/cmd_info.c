@@ -188,6 +188,10 @@ int cmd_info(int argc, char **argv) {
   trace_summary summary = {.format = ms_trace_detect(path)};
   ms_stream_info info = {0};
   int rc;
+  if (summary.format == MS_FORMAT_MTR && (cli_rank >= 0 || cli_thread >= 0)) {
+    cli_error(argv[0], "%s: --rank and --thread pick in a profile, this is a mtr trace", path);
+    return 2;
+  }
   if (summary.format == MS_FORMAT_MTR) {
     ms_mtr_stat stat;
     rc = ms_mtr_stat_file(path, &stat, &info);

@@ -97,6 +97,11 @@ int ms_open(const char *path, int program_argc, char *const *program_argv,
   static const ms_open_options defaults;
   const ms_open_options *o = options ? options : &defaults;
   *out = NULL;
+  if (program_argc > 0 && (o->pick_rank || o->pick_thread))
+    return ms_error_set(MS_ERR_ARG,
+                        "%s: --rank and --thread pick in a profile; a live program is"
+                        " observed whole",
+                        program_argv[0]);
   if (program_argc > 0) return ms_capture_open(&o->capture, program_argc, program_argv, out);
   if (!path) return ms_error_set(MS_ERR_ARG, "no input: give a trace file or -- PROGRAM ARGS");
   ms_input_kind kind;

@@ -85,6 +85,16 @@ static void test_bad_files(void **state) {
   write_file("bad.din", "0 1000 8\n7 1008\n", 16);
   assert_true(memsnap("dump bad.din") != 0);
   assert_one_line_error("bad.din:2", NULL);
+  /* --rank and --thread pick in a profile: refused for a trace and for a live program, not
+   * ignored */
+  write_file("good.din", "0 1000 8\n1 1008\n", 16);
+  assert_int_equal(memsnap("convert good.din good.mtr"), 0);
+  assert_int_equal(memsnap("info --rank 1 good.mtr"), 2);
+  assert_one_line_error("good.mtr: --rank and --thread pick in a profile", NULL);
+  assert_true(memsnap("sim -H nehalem --thread 1 good.mtr") != 0);
+  assert_one_line_error("good.mtr: --rank and --thread pick in a profile", NULL);
+  assert_true(memsnap("sim -H nehalem --rank 1 -- /bin/true") != 0);
+  assert_one_line_error("a live program is observed whole", NULL);
 }
 
 static void test_truncated_mtr(void **state) {
