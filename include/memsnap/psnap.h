@@ -191,6 +191,11 @@ typedef struct ms_psnap_site {
   uint64_t shared[MS_PSNAP_SHARED_BINS];
   uint64_t shared_same[MS_PSNAP_SHARED_BINS]; /* of shared[b], those to the 32-byte half
                                                  touched last */
+  /* The 64-byte lines it touched over its run (those after it proved irregular, scaled to
+   * its whole run). Replay gives it no line beyond as many: a site that reads a few page
+   * headers that other sites touched lately (sqlite3's sqlite3BtreePayloadFetch: 37 lines)
+   * took any line of its range at that age (852). 0: not kept. */
+  uint64_t lines;
 } ms_psnap_site;
 
 /* A site's first touches over its whole run (0: no first-touch line). */

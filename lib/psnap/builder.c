@@ -101,6 +101,7 @@ typedef struct first_touches {
   uint64_t chunk_length;
   /* next: first touches of the line after the previous first touch (last_first, + 1) */
   uint64_t lines[TOUCH_CHUNKS], next, last_first;
+  uint64_t distinct; /* lines the site touched since it went over its cap */
 } first_touches;
 
 typedef struct site_state {
@@ -507,6 +508,7 @@ static int count_reuse(site_state *s, uint64_t address, int jump) {
   reuse_add(s->reuse, (uint32_t)s->count + 1, address, jump);
   int first = touch_line(t, address);
   if (first < 0) return first;
+  t->distinct += (uint64_t)first;
   s->reuse->first = first;
   return 0;
 }
@@ -1122,6 +1124,12 @@ static int make_lossy(const builder *b, finish_scratch *scratch, site_state *s,
     out->new_lines[g] += touches->lines[c];
   }
   if (touches) out->new_next = touches->next;
+  if (touches && touches->distinct && r && r->all_accesses) {
+    /* its lines over the whole run: those since the cap, prorated */
+    double lines = (double)touches->distinct * (double)s->count / (double)r->all_accesses;
+    out->lines = lines >= (double)s->count ? s->count : (uint64_t)lines;
+    if (out->lines < touches->distinct) out->lines = touches->distinct;
+  }
   if (b->options.lossless) {
     out->addresses = s->all;
     s->all = NULL;
@@ -1303,6 +1311,7 @@ static void tie_sites(builder *b, ms_psnap_profile *p) {
     p->sites[i].shared_accesses = 0;
     memset(p->sites[i].new_lines, 0, sizeof p->sites[i].new_lines);
     p->sites[i].new_next = 0;
+    p->sites[i].lines = 0;
     p->sites[i].tie_site = anchor;
     p->sites[i].tie_delta = (int64_t)delta;
   }

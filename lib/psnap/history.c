@@ -72,7 +72,8 @@ int ms_stride_history_add_new(ms_stride_history *history, int64_t stride) {
     return 0;
   }
   if (history->unique == history->width) { /* room for twice as many, rows laid out again */
-    uint32_t old = history->width, width = 2 * old < history->capacity ? 2 * old : history->capacity;
+    uint32_t old = history->width,
+             width = 2 * old < history->capacity ? 2 * old : history->capacity;
     int64_t *strides = realloc(history->strides, width * sizeof *strides);
     if (strides) history->strides = strides;
     uint64_t *counts = realloc(history->counts, width * sizeof *counts);
@@ -315,6 +316,4 @@ int ms_stride_history_decode(const ms_stride_history *history, ms_stride_decodin
                                        history->width, out);
 }
 
-void ms_stride_decoding_free(ms_stride_decoding *decoding) {
-  ms_expr_free(&decoding->pattern);
-}
+void ms_stride_decoding_free(ms_stride_decoding *decoding) { ms_expr_free(&decoding->pattern); }

@@ -181,6 +181,7 @@ static int sign_site(bytes *out, const ms_psnap_profile *p, const ms_psnap_site 
                        (uint64_t)s->tie_delta,
                        s->new_next,
                        s->shared_accesses,
+                       s->lines,
                        s->addresses != NULL,
                        s->histogram != NULL};
   put(out, fields, sizeof fields);

@@ -101,6 +101,7 @@ static json_object *site_json(const ms_psnap_profile *p, uint32_t s) {
     json_object_object_add(touches, "shared", u64(shared));
     json_object_object_add(touches, "new_lines", u64(lines));
     json_object_object_add(touches, "new_lines_next", u64(site->new_next));
+    json_object_object_add(touches, "all", site->lines ? u64(site->lines) : NULL);
     json_object_object_add(o, "lines", touches);
   }
   return o;

@@ -73,8 +73,8 @@ int profile_legacy_site(reader *r, ms_psnap_profile *profile, uint32_t id) {
       if (rc == 0) rc = profile_read_end(r);
     } else if (profile_key_is(r, "pattern")) {
       ms_expr_free(&site->pattern);
-      rc = ms_expr_parse(&site->pattern, r->p, (size_t)(r->end - r->p), MS_EXPR_STRIDES,
-                               r->name, r->number, (unsigned)(r->p - r->line) + 1);
+      rc = ms_expr_parse(&site->pattern, r->p, (size_t)(r->end - r->p), MS_EXPR_STRIDES, r->name,
+                         r->number, (unsigned)(r->p - r->line) + 1);
       have_pattern = rc == 0;
     } else if (profile_key_is(r, "range")) {
       if ((rc = profile_read_unsigned(r, 16, &site->low)) == 0)
@@ -139,8 +139,8 @@ int profile_legacy_thread(reader *r, ms_psnap_profile *profile, uint32_t t) {
         order->lossy = 1;
         rc = profile_read_end(r);
       } else
-        rc = ms_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_EXPR_SITES,
-                                 r->name, r->number, (unsigned)(r->p - r->line) + 1);
+        rc = ms_expr_parse(&order->order, r->p, (size_t)(r->end - r->p), MS_EXPR_SITES, r->name,
+                           r->number, (unsigned)(r->p - r->line) + 1);
       have_order = rc == 0;
     } else if (profile_key_is(r, "start") && r->p < r->end && *r->p == 's') {
       uint64_t first;

@@ -303,6 +303,16 @@ static int read_shared(reader *r, ms_psnap_site *site) {
 
 /* `tie sN +D` of a lossy site: the site it follows and the distance from its address
  * (checked against the other sites once all are read). */
+/* `lines N` of a lossy site: the 64-byte lines it touched, 1 to its count. */
+static int read_lines(reader *r, ms_psnap_site *site) {
+  int rc = profile_read_unsigned(r, 10, &site->lines);
+  if (rc < 0) return rc;
+  if (site->lines == 0 || site->lines > site->count)
+    return read_error(r, "lines: %" PRIu64 " lines of %" PRIu64 " accesses", site->lines,
+                      site->count);
+  return profile_read_end(r);
+}
+
 static int read_tie(reader *r, ms_psnap_site *site) {
   uint64_t anchor, magnitude;
   if (r->p >= r->end || *r->p != 's') return read_error(r, "expected the tied site, sN");
@@ -477,13 +487,17 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
                !site->tied && !touches && profile_key_is(r, "reuse")) {
       rc = read_reuse(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied && !touches &&
-               !site->shared_accesses && profile_key_is(r, "first-touch")) {
+               !site->shared_accesses && !site->lines && profile_key_is(r, "first-touch")) {
       touches = 1;
       rc = read_first_touch(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied &&
-               !site->shared_accesses && profile_key_is(r, "shared")) {
+               !site->shared_accesses && !site->lines && profile_key_is(r, "shared")) {
       touches = 1;
       rc = read_shared(r, site);
+    } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied && !site->lines &&
+               profile_key_is(r, "lines")) {
+      touches = 1;
+      rc = read_lines(r, site);
     } else if (stored == 1 && histograms == MS_PSNAP_SEGMENTS && !site->tied &&
                profile_key_is(r, "tie")) {
       rc = read_tie(r, site);
@@ -494,7 +508,8 @@ static int read_site_line(reader *r, ms_psnap_profile *profile, uint32_t id) {
           r,
           stored == 1
               ? (site->tied              ? "nothing follows the tie line"
-                 : site->shared_accesses ? "only a tie line follows the shared line"
+                 : site->lines           ? "only a tie line follows the lines line"
+                 : site->shared_accesses ? "only lines and tie lines follow the shared line"
                  : touches               ? "only shared and tie lines follow the first-touch line"
                  : site->reuse_accesses
                      ? "only first-touch, shared and tie lines follow the reuse line"

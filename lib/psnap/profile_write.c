@@ -191,6 +191,7 @@ int profile_write_site(const ms_psnap_profile *profile, const ms_psnap_site *sit
       fprintf(out, " %" PRIu64, site->shared_same[b]);
     fputc('\n', out);
   }
+  if (site->lossy && site->lines) fprintf(out, "  lines %" PRIu64 "\n", site->lines);
   if (site->lossy && site->tied)
     fprintf(out, "  tie s%u %+" PRId64 "\n", site->tie_site, site->tie_delta);
   return 0;

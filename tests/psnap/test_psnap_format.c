@@ -685,7 +685,7 @@ static void lossy_sites_walk_their_strides(void **state) {
       {" other ", " others ", "t.psnap:"},
       {"  strides +8:", "  strides +8:1 +16:", "add up to"},
       {"  strides +8:", "  strides +8:0 +9:", "counted 0 times"},
-      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "t.psnap:21:3: only"}};
+      {"\nthread 0 ", "\n  strides other 0\nthread 0 ", "t.psnap:22:3: only"}};
   for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
     char *bad = replace(text, edits[e][0], edits[e][1]);
     expect_rejected(bad, edits[e][2]);
@@ -966,6 +966,66 @@ static void lossy_sites_share_lines_with_their_thread(void **state) {
   }
   free(part.accesses), free(selected.accesses), free(alone.accesses), free(whole.accesses);
   free(own), free(text), free(s.accesses);
+}
+
+/* The distinct 64-byte lines of one site's accesses. */
+static size_t site_lines(const stream *s, uint32_t site) {
+  size_t count = 0, capacity = 1 << 20;
+  uint64_t *seen = calloc(capacity, sizeof *seen); /* open addressing, line + 1 */
+  for (size_t i = 0; i < s->count; i++) {
+    if (s->accesses[i].site != site) continue;
+    uint64_t line = (s->accesses[i].address >> 6) + 1, slot = line * 0x9e3779b97f4a7c15ull >> 44;
+    while (seen[slot] && seen[slot] != line)
+      slot = (slot + 1) & (capacity - 1);
+    if (!seen[slot]) seen[slot] = line, count++;
+  }
+  free(seen);
+  return count;
+}
+
+/* A site that reads 16 headers spread over a range that another site scatters over (the
+ * page headers of a cache and its pages): its lines are last touched by itself, a few
+ * dozen accesses before. Its `lines` keep its replay to about as many lines; without them,
+ * its shared odds take any line of its range of that age: the other site's. */
+static void lossy_sites_keep_to_their_lines(void **state) {
+  (void)state;
+  enum { N = 30000, HEADERS = 16 };
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t x = 7;
+  for (int i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    emit(&s, 0, 0, 0x3000000 + (x >> 20) % (1 << 17) * 8, 8, MS_LOAD);
+    uint64_t k = (x >> 44) % HEADERS; /* headers at different offsets: alignment 8 */
+    emit(&s, 1, 0, 0x3000000 + k * 65536 + k % 8 * 8, 8, MS_LOAD);
+  }
+  ms_psnap_profile built = build(&s, 0);
+  assert_true(built.sites[1].lossy && !built.sites[1].tied);
+  uint64_t lines = built.sites[1].lines;
+  assert_true(lines >= HEADERS && lines <= 2 * HEADERS);
+  char *text = round_trip(&built, "\n  lines ");
+  ms_psnap_replay_options all = {0};
+  stream whole = replay(text, &all);
+  char line_text[64];
+  snprintf(line_text, sizeof line_text, "\n  lines %" PRIu64 "\n", lines);
+  char *unbounded = replace(text, line_text, "\n");
+  stream loose = replay(unbounded, &all);
+  size_t program = site_lines(&s, 1), replayed = site_lines(&whole, 1),
+         without = site_lines(&loose, 1);
+  print_message("site 1 (lines %" PRIu64
+                "): program %zu lines, replay %zu, without its lines %zu\n",
+                lines, program, replayed, without);
+  assert_int_equal(program, HEADERS);
+  assert_true(replayed <= 3 * HEADERS); /* its first touches, then `lines` others */
+  assert_true(without > 4 * HEADERS);
+  static const char *const edits[][3] = {
+      {"\n  lines ", "\n  lines 0 ", "lines: 0 lines of"},
+      {"\n  lines ", "\n  lines 99999999 ", "lines: 99999999 lines of"}};
+  for (size_t e = 0; e < sizeof edits / sizeof *edits; e++) {
+    char *bad = replace(text, edits[e][0], edits[e][1]);
+    expect_rejected(bad, edits[e][2]);
+    free(bad);
+  }
+  free(loose.accesses), free(whole.accesses), free(unbounded), free(text), free(s.accesses);
 }
 
 /* How many accesses from..to-1 of s touched a 64-byte line no earlier access touched. */
@@ -1306,6 +1366,7 @@ int main(void) {
       cmocka_unit_test(lossy_order_periods_keep_phases),
       cmocka_unit_test(lossy_sites_share_lines_with_their_thread),
       cmocka_unit_test(first_touches_keep_the_pace),
+      cmocka_unit_test(lossy_sites_keep_to_their_lines),
       cmocka_unit_test(tie_cycles_break_at_the_weaker_site),
       cmocka_unit_test(lossy_sites_reuse_their_lines),
       cmocka_unit_test(jumps_reuse_their_lines),
