@@ -81,12 +81,12 @@ static int profile_skeleton(const char *command, const char *path, double scale,
   }
   if (!quiet)
     fprintf(stderr,
-            "memsnap skeleton: %s: %" PRIu32 " sites (%" PRIu32 " lossy or lossless), %" PRIu32
-            " threads (%" PRIu32 " lossy orders), %" PRIu32 " regions in %.1f MiB, %" PRIu64
-            " of the profile's %" PRIu64 " accesses\n",
-            output, summary.sites, summary.lossy_sites, summary.threads, summary.lossy_threads,
-            summary.regions, (double)summary.reservation / (1 << 20), summary.kept,
-            summary.accesses);
+            "memsnap skeleton: %s: %" PRIu32 " sites (%" PRIu32 " lossy or lossless, %" PRIu32
+            " iterators), %" PRIu32 " threads (%" PRIu32 " lossy orders), %" PRIu32
+            " regions in %.1f MiB, %" PRIu64 " of the profile's %" PRIu64 " accesses\n",
+            output, summary.sites, summary.lossy_sites, summary.iterators, summary.threads,
+            summary.lossy_threads, summary.regions, (double)summary.reservation / (1 << 20),
+            summary.kept, summary.accesses);
   status = 0;
 done:
   ms_psnap_profile_free(&profile);

@@ -110,6 +110,7 @@ typedef struct ms_skeleton_profile_summary {
   uint64_t reservation; /* bytes reserved for the regions */
   uint64_t accesses;    /* of the profile */
   uint64_t kept;        /* the skeleton's data accesses (scaled) */
+  uint32_t iterators;   /* exact sites' iterators: one per cursor of several strides */
 } ms_skeleton_profile_summary;
 
 struct ms_psnap_profile;

@@ -118,6 +118,13 @@ typedef struct writer {
   region *regions;
   uint32_t region_count;
   uint64_t reservation; /* bytes */
+  /* per site: the site whose cursor (address, run, iterator) it uses, its address's
+   * distance from that cursor, and whether its access steps the cursor */
+  uint32_t *cursor;
+  int64_t *distance;
+  uint8_t *steps;
+  int64_t *fixed; /* per site: its one stride when its pattern has no other */
+  uint8_t *is_fixed;
   ms_skeleton_profile_summary summary;
 } writer;
 
@@ -219,6 +226,175 @@ static int make_regions(writer *w) {
 static uint64_t reserved(const writer *w, uint32_t s, uint64_t address) {
   const region *g = &w->regions[w->region_of[s]];
   return g->offset + (address - g->low);
+}
+
+/* ---- Cursors ---- */
+
+/* Whether node `id` of a pattern, and every node below it, has one stride and no steps
+ * (*seen once a leaf has set *stride). */
+static bool one_stride(const ms_expr *e, uint32_t id, bool *seen, int64_t *stride) {
+  ms_expr_steps steps = ms_expr_node_steps(e, id);
+  if (steps.value_step || steps.repeat_step) return false;
+  ms_expr_node node = e->nodes[id];
+  if (node.count == 0) {
+    if (*seen && node.value != *stride) return false;
+    *seen = true, *stride = node.value;
+    return true;
+  }
+  for (uint32_t j = 0; j < node.count; j++)
+    if (!one_stride(e, e->children[node.first + j], seen, stride)) return false;
+  return true;
+}
+
+/* Where a site is written in an order: per occurrence, the group around it (numbered in
+ * text order, each written copy apart) and its place among the group's children. */
+typedef struct placement {
+  uint32_t *group, *place;
+  uint32_t count, capacity;
+  bool alone; /* written elsewhere than as a leaf of repeat 1 without steps: no sharing */
+} placement;
+
+typedef struct sharing {
+  const ms_expr *order;
+  uint32_t thread;
+  placement *at;  /* per site */
+  char **text;    /* per site, its pattern as text, made on demand */
+  uint32_t group; /* groups numbered so far */
+  bool dynamic;   /* a leaf steps its site: every site of the thread may be accessed */
+} sharing;
+
+static int place_sites(const writer *w, sharing *g, uint32_t id) {
+  const ms_expr *e = g->order;
+  const ms_expr_node node = e->nodes[id];
+  uint32_t group = g->group++;
+  for (uint32_t j = 0; j < node.count; j++) {
+    uint32_t child = e->children[node.first + j];
+    const ms_expr_node leaf = e->nodes[child];
+    ms_expr_steps steps = ms_expr_node_steps(e, child);
+    if (leaf.count) {
+      int rc = place_sites(w, g, child);
+      if (rc < 0) return rc;
+      continue;
+    }
+    if (steps.value_step) g->dynamic = true;
+    if (leaf.value < 0 || (uint64_t)leaf.value >= w->profile->site_count) continue;
+    placement *p = &g->at[leaf.value];
+    if (leaf.repeat != 1 || steps.value_step || steps.repeat_step ||
+        (p->count && p->group[p->count - 1] == group))
+      p->alone = true;
+    if (p->alone) continue;
+    if (p->count == p->capacity) {
+      uint32_t capacity = p->capacity ? 2 * p->capacity : 4;
+      uint32_t *groups = realloc(p->group, capacity * sizeof *groups);
+      if (groups) p->group = groups;
+      uint32_t *places = realloc(p->place, capacity * sizeof *places);
+      if (places) p->place = places;
+      if (!groups || !places) return ms_error_set(MS_ERR_NOMEM, "out of memory");
+      p->capacity = capacity;
+    }
+    p->group[p->count] = group, p->place[p->count++] = j;
+  }
+  return 0;
+}
+
+static bool same_strides(const writer *w, sharing *g, uint32_t a, uint32_t b) {
+  if (w->is_fixed[a] || w->is_fixed[b])
+    return w->is_fixed[a] && w->is_fixed[b] && w->fixed[a] == w->fixed[b];
+  const ms_psnap_site *x = &w->profile->sites[a], *y = &w->profile->sites[b];
+  if (x->count != y->count || x->pattern.total != y->pattern.total) return false;
+  if (!g->text[a]) g->text[a] = ms_expr_string(&x->pattern, MS_EXPR_STRIDES);
+  if (!g->text[b]) g->text[b] = ms_expr_string(&y->pattern, MS_EXPR_STRIDES);
+  return g->text[a] && g->text[b] && !strcmp(g->text[a], g->text[b]);
+}
+
+/* Whether site s may share a cursor: an exact site of the thread, of several accesses,
+ * written only as leaves of repeat 1 without steps, once per group at most. */
+static bool may_share(const writer *w, const sharing *g, uint32_t s) {
+  const ms_psnap_site *site = &w->profile->sites[s];
+  return !g->at[s].alone && g->at[s].count && site->thread == g->thread && !site->lossy &&
+         !site->addresses && site->pattern.total > 0 && w->cursor[s] == s && w->steps[s];
+}
+
+/* Sites a and b written in the same groups, b after `last` in each. */
+static bool lockstep(const sharing *g, uint32_t last, uint32_t b) {
+  const placement *x = &g->at[last], *y = &g->at[b];
+  if (x->count != y->count) return false;
+  for (uint32_t i = 0; i < x->count; i++)
+    if (x->group[i] != y->group[i] || x->place[i] >= y->place[i]) return false;
+  return true;
+}
+
+/* Sites with equal patterns written in the same groups of the order, once in each, in
+ * the same order, share the cursor of the first: each body of those groups accesses each
+ * of them once, so their k-th accesses are in the same body and lie at their first
+ * addresses' distance from each other; the cursor steps after the last of them. */
+static void share_cursors(writer *w, sharing *g, uint32_t id) {
+  const ms_expr *e = g->order;
+  const ms_expr_node node = e->nodes[id];
+  uint32_t group = g->group++;
+  for (uint32_t j = 0; j < node.count; j++) {
+    const ms_expr_node leaf = e->nodes[e->children[node.first + j]];
+    if (leaf.count || leaf.value < 0 || (uint64_t)leaf.value >= w->profile->site_count) continue;
+    uint32_t a = (uint32_t)leaf.value, last = a;
+    if (!may_share(w, g, a) || g->at[a].group[0] != group) continue;
+    for (uint32_t k = j + 1; k < node.count; k++) {
+      const ms_expr_node other = e->nodes[e->children[node.first + k]];
+      if (other.count || other.value < 0 || (uint64_t)other.value >= w->profile->site_count)
+        continue;
+      uint32_t b = (uint32_t)other.value;
+      if (b == a || !may_share(w, g, b) || !lockstep(g, last, b) || !same_strides(w, g, a, b))
+        continue;
+      w->cursor[b] = a, w->steps[b] = 0, w->steps[a] = 0, last = b;
+      w->distance[b] = (int64_t)(reserved(w, b, w->profile->sites[b].first_address) -
+                                 reserved(w, a, w->profile->sites[a].first_address));
+    }
+    w->steps[last] = 1;
+  }
+  for (uint32_t j = 0; j < node.count; j++)
+    if (e->nodes[e->children[node.first + j]].count)
+      share_cursors(w, g, e->children[node.first + j]);
+}
+
+/* Each site's cursor: its own, or one it shares (exact orders without stepping sites). */
+static int make_cursors(writer *w) {
+  const ms_psnap_profile *p = w->profile;
+  uint32_t n = p->site_count;
+  w->cursor = malloc(n * sizeof *w->cursor);
+  w->distance = calloc(n, sizeof *w->distance);
+  w->steps = malloc(n);
+  w->fixed = calloc(n, sizeof *w->fixed);
+  w->is_fixed = calloc(n, 1);
+  placement *at = calloc(n, sizeof *at);
+  char **text = calloc(n, sizeof *text);
+  int rc = 0;
+  if (!w->cursor || !w->distance || !w->steps || !w->fixed || !w->is_fixed || !at || !text)
+    rc = ms_error_set(MS_ERR_NOMEM, "out of memory");
+  for (uint32_t s = 0; s < n && rc == 0; s++) {
+    const ms_psnap_site *site = &p->sites[s];
+    w->cursor[s] = s, w->steps[s] = 1;
+    bool seen = false;
+    if (!site->lossy && !site->addresses)
+      w->is_fixed[s] = !site->pattern.total ||
+                       one_stride(&site->pattern, site->pattern.text_root, &seen, &w->fixed[s]);
+  }
+  for (uint32_t t = 0; t < p->thread_count && rc == 0; t++) {
+    const ms_psnap_thread_order *order = &p->threads[t];
+    if (order->lossy) continue;
+    sharing g = {.order = &order->order, .thread = t, .at = at, .text = text};
+    for (uint32_t s = 0; s < n; s++)
+      at[s].count = 0, at[s].alone = false;
+    rc = place_sites(w, &g, order->order.text_root);
+    if (rc < 0 || g.dynamic) continue;
+    g.group = 0;
+    share_cursors(w, &g, order->order.text_root);
+  }
+  for (uint32_t s = 0; at && text && s < n; s++)
+    free(text[s]), free(at[s].group), free(at[s].place);
+  free(text), free(at);
+  for (uint32_t s = 0; s < n && rc == 0; s++)
+    w->summary.iterators +=
+        w->cursor[s] == s && !p->sites[s].lossy && !p->sites[s].addresses && !w->is_fixed[s];
+  return rc;
 }
 
 /* ---- Writing C ---- */
@@ -348,6 +524,26 @@ static void write_exact_site(writer *w, uint32_t s) {
   fputs("  }\n}\n\n", out);
 }
 
+/* An exact site without an iterator of its own: one stride, or another site's cursor. */
+static void write_cursor_note(writer *w, uint32_t s) {
+  FILE *out = w->out;
+  const ms_expr *e = &w->profile->sites[s].pattern;
+  fputs("/* ", out);
+  write_site_place(w, s, out);
+  if (e->total) {
+    fputs(";\n * strides ", out);
+    char *text = ms_expr_string(e, MS_EXPR_STRIDES);
+    if (text) write_comment_text(out, text);
+    free(text);
+  }
+  uint32_t c = w->cursor[s];
+  if (c != s)
+    fprintf(out, ";\n * at %+" PRId64 " bytes from s%u's address, stepped with it */\n\n",
+            w->distance[s], c);
+  else
+    fprintf(out, ";\n * one stride: its address steps by %" PRId64 " */\n\n", w->fixed[s]);
+}
+
 /* A lossy or lossless site: its model as data for skeleton_lossy_next. */
 static void write_drawn_site(writer *w, uint32_t s) {
   FILE *out = w->out;
@@ -413,11 +609,22 @@ static const char *access_macro(const ms_psnap_site *site) {
   }
 }
 
-/* The access of site s, one statement. */
+/* The access of site s, one statement: through its own cursor and iterator (the macro
+ * steps it), or at a distance from a cursor, then that cursor's step if s steps it. */
 static void write_access(const writer *w, uint32_t s, int indent) {
   const ms_psnap_site *site = &w->profile->sites[s];
   const ms_site *where = ms_site_table_get(w->profile->info.sites, site->trace_site);
-  fprintf(w->out, "%*s%s(%u, %u);", indent, "", access_macro(site), s, site->size);
+  uint32_t c = w->cursor[s];
+  if (site->lossy || site->addresses || (c == s && !w->is_fixed[s] && w->steps[s]))
+    fprintf(w->out, "%*s%s(%u, %u);", indent, "", access_macro(site), s, site->size);
+  else {
+    fprintf(w->out, "%*s%s_AT(%u, %" PRId64 ", %u);", indent, "", access_macro(site), c,
+            w->distance[s], site->size);
+    if (w->steps[s] && !w->is_fixed[c])
+      fprintf(w->out, " SKELETON_STEP(%u);", c);
+    else if (w->steps[s] && w->fixed[c])
+      fprintf(w->out, " SKELETON_ADVANCE(%u, %" PRId64 ");", c, w->fixed[c]);
+  }
   if (where && where->file) {
     const char *slash = strrchr(where->file, '/');
     fputs(" /* ", w->out);
@@ -453,7 +660,7 @@ static void write_order_node(const writer *w, uint32_t t, const ms_expr *e, uint
     const char *name = node.count ? "i" : "k";
     fprintf(out, "%*sfor (uint64_t %s%u = 0; %s%u < ", indent, "", name, depth, name, depth);
     write_stepped(out, node.repeat, steps.repeat_step, counter);
-    fprintf(out, "; %s%u++)%s\n", name, depth, node.count ? " {" : "");
+    fprintf(out, "; %s%u++) {\n", name, depth);
   } else if (node.count)
     fprintf(out, "%*sfor (uint64_t i%u = 0; i%u < 1; i%u++) {\n", indent, "", depth, depth, depth);
   int inner = indent + (loop || node.count ? 2 : 0);
@@ -468,6 +675,7 @@ static void write_order_node(const writer *w, uint32_t t, const ms_expr *e, uint
     write_dispatch(w, t, site, inner);
   } else
     write_access(w, (uint32_t)node.value, inner);
+  if (loop && !node.count) fprintf(out, "%*s}\n", indent, "");
 }
 
 /* Whether exact site s appears in the (scaled) order or every site of the thread may. */
@@ -537,13 +745,16 @@ static int write_thread(writer *w, uint32_t t, uint8_t *used) {
   for (uint32_t s = 0; s < p->site_count; s++)
     if (used[s] && p->sites[s].count > busiest) busiest = p->sites[s].count;
   for (uint32_t s = 0; s < p->site_count; s++)
-    if (used[s] && !p->sites[s].lossy && !p->sites[s].addresses) {
+    if (used[s] && !p->sites[s].lossy && !p->sites[s].addresses && w->cursor[s] == s) {
       const char *storage = p->sites[s].count * COLD_RATIO < busiest ? "static " : "";
-      fprintf(out,
-              "  %schar *at%u;\n  %sint64_t stride%u;\n  %suint64_t left%u;\n"
-              "  at%u = base + 0x%" PRIx64 ", stride%u = 0, left%u = 0;\n",
-              storage, s, storage, s, storage, s, s, reserved(w, s, p->sites[s].first_address), s,
-              s);
+      uint64_t at = reserved(w, s, p->sites[s].first_address);
+      if (w->is_fixed[s])
+        fprintf(out, "  %schar *at%u;\n  at%u = base + 0x%" PRIx64 ";\n", storage, s, s, at);
+      else
+        fprintf(out,
+                "  %schar *at%u;\n  %sint64_t stride%u;\n  %suint64_t left%u;\n"
+                "  at%u = base + 0x%" PRIx64 ", stride%u = 0, left%u = 0;\n",
+                storage, s, storage, s, storage, s, s, at, s, s);
     }
   for (uint32_t s = 0; s < p->site_count; s++)
     if (used[s] && (p->sites[s].lossy || p->sites[s].addresses))
@@ -661,6 +872,13 @@ static const char program_head[] =
     "    skeleton_modify(at##k, size);                                                  \\\n"
     "    SKELETON_STEP(k);                                                              \\\n"
     "  } while (0)\n"
+    "/* Sites that share site k's cursor (equal patterns, each accessed once per body of one\n"
+    " * loop): an access at a distance d from at##k, the last of them then steps it. A site\n"
+    " * of one stride keeps only its address, which advances by that stride. */\n"
+    "#define SKELETON_LOAD_AT(k, d, size) sum += skeleton_load(at##k + (d), size)\n"
+    "#define SKELETON_STORE_AT(k, d, size) skeleton_store(at##k + (d), size)\n"
+    "#define SKELETON_MODIFY_AT(k, d, size) skeleton_modify(at##k + (d), size)\n"
+    "#define SKELETON_ADVANCE(k, stride) at##k += (stride)\n"
     "\n";
 
 static const char drawn_code[] =
@@ -833,6 +1051,7 @@ static uint64_t scaled_total(const writer *w) {
 static int write_program(writer *w) {
   const ms_psnap_profile *p = w->profile;
   int rc = make_regions(w);
+  if (rc == 0) rc = make_cursors(w);
   if (rc < 0) return rc;
   w->summary.regions = w->region_count;
   w->summary.reservation = w->reservation;
@@ -852,6 +1071,8 @@ static int write_program(writer *w) {
   for (uint32_t s = 0; s < p->site_count; s++) {
     if (p->sites[s].lossy || p->sites[s].addresses)
       write_drawn_site(w, s);
+    else if (w->cursor[s] != s || w->is_fixed[s])
+      write_cursor_note(w, s);
     else
       write_exact_site(w, s);
   }
@@ -888,6 +1109,7 @@ int ms_skeleton_write_profile_c(const ms_psnap_profile *profile, double scale, F
     w.summary.lossy_sites += profile->sites[s].lossy || profile->sites[s].addresses;
   int rc = write_program(&w);
   free(w.low), free(w.high), free(w.region_of), free(w.regions);
+  free(w.cursor), free(w.distance), free(w.steps), free(w.fixed), free(w.is_fixed);
   if (rc == 0 && summary) *summary = w.summary;
   return rc;
 }
