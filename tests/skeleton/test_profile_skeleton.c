@@ -7,7 +7,9 @@
  * offset from the region's lowest touched address, its size and its kind. At --scale 0.1
  * the skeleton issues the replay of the profile whose orders ms_skeleton_scale_order cut:
  * about a tenth of the accesses, every site on its own pattern. The skeleton's data are
- * the accesses inside the reservation it prints; its own are counted apart.
+ * the accesses inside the reservation it prints; its own are counted apart. Sites in
+ * lockstep share an iterator (fewer `_next` definitions than sites), with the same
+ * accesses; sites with equal patterns out of lockstep keep their own.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -170,6 +172,43 @@ static void skeleton_accesses(const char *name, stream *out, uint64_t *own) {
   ms_source_destroy(source);
 }
 
+/* The skeleton of profile NAME.psnap in the scratch directory at `scale`, compiled with
+ * -Werror, against the profile's replay; its data accesses, counted. */
+static size_t skeleton_oracle(const char *name, double scale) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.psnap", dir, name);
+  assert_int_equal(
+      test_memsnap_in(dir, "skeleton --scale %g -o %s_skel.c %s.psnap", scale, name, name), 0);
+  assert_int_equal(test_run("cd '%s' && cc -O2 -Wall -Wextra -Werror -o %s.skel %s_skel.c "
+                            "2> cc.err",
+                            dir, name, name),
+                   0);
+  stream expected = {0}, got = {0};
+  replay_scaled(path, scale, &expected);
+  uint64_t own;
+  skeleton_accesses(name, &got, &own);
+  char what[64];
+  snprintf(what, sizeof what, "%s at scale %g", name, scale);
+  assert_same_accesses(&expected, &got, what);
+  print_message("%s: %zu data accesses, %" PRIu64 " of the skeleton's own\n", what, got.count, own);
+  size_t count = got.count;
+  free(expected.accesses), free(got.accesses);
+  return count;
+}
+
+/* How often `needle` occurs in the skeleton NAME_skel.c. */
+static size_t count_in_skeleton(const char *name, const char *needle) {
+  char file[256];
+  snprintf(file, sizeof file, "%s_skel.c", name);
+  char *text = test_read_in(dir, file);
+  assert_non_null(text);
+  size_t count = 0;
+  for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle))
+    count++;
+  free(text);
+  return count;
+}
+
 /* A kernel's function profiled; its skeletons at scale 1 and 0.1 against the replays. */
 static void kernel_oracle(const char *kernel, const char *size, const char *function) {
   char path[1024];
@@ -178,32 +217,9 @@ static void kernel_oracle(const char *kernel, const char *size, const char *func
                    0);
   assert_int_equal(
       test_memsnap_in(dir, "profile -q -f %s -o %s.psnap %s.mtr", function, kernel, kernel), 0);
-  snprintf(path, sizeof path, "%s/%s.psnap", dir, kernel);
-  size_t full = 0;
-  for (int k = 0; k < 2; k++) {
-    double scale = k ? 0.1 : 1;
-    assert_int_equal(
-        test_memsnap_in(dir, "skeleton --scale %g -o %s_skel.c %s.psnap", scale, kernel, kernel),
-        0);
-    assert_int_equal(test_run("cd '%s' && cc -O2 -Wall -Wextra -Werror -o %s.skel %s_skel.c "
-                              "2> cc.err",
-                              dir, kernel, kernel),
-                     0);
-    stream expected = {0}, got = {0};
-    replay_scaled(path, scale, &expected);
-    uint64_t own;
-    skeleton_accesses(kernel, &got, &own);
-    char what[64];
-    snprintf(what, sizeof what, "%s at scale %g", kernel, scale);
-    assert_same_accesses(&expected, &got, what);
-    print_message("%s: %zu data accesses, %" PRIu64 " of the skeleton's own\n", what, got.count,
-                  own);
-    if (k == 0)
-      full = got.count;
-    else /* about a tenth */
-      assert_true(got.count >= full / 20 && got.count <= full / 5);
-    free(expected.accesses), free(got.accesses);
-  }
+  size_t full = skeleton_oracle(kernel, 1);
+  size_t tenth = skeleton_oracle(kernel, 0.1);
+  assert_true(tenth >= full / 20 && tenth <= full / 5); /* about a tenth */
 }
 
 static void stream_add_skeleton_issues_the_profile(void **state) {
@@ -216,9 +232,37 @@ static void matmul_skeleton_issues_the_profile(void **state) {
   kernel_oracle("matmul", "40", "matmul");
 }
 
+/* jacobi's five reads of `a` (equal patterns, once each per point) share one iterator,
+ * its write has its own, its twelve sites of one stride none: 2 iterators for 18 sites. */
 static void stencil2d_skeleton_issues_the_profile(void **state) {
   (void)state;
   kernel_oracle("stencil2d", "60", "jacobi");
+  size_t iterators = count_in_skeleton("stencil2d", "_next(void) {");
+  print_message("stencil2d: %zu iterators\n", iterators);
+  assert_true(iterators >= 1 && iterators <= 2);
+  assert_true(count_in_skeleton("stencil2d", "SKELETON_LOAD_AT(") >= 5);
+}
+
+/* s0 and s1 (equal patterns) are written in two loops, once each and s0 first in both:
+ * they share s0's cursor, which s1 steps. s2 has another count; s3 and s4 (equal patterns,
+ * one for one) come in either order: each keeps its own. The skeleton issues the replay. */
+static void lockstep_sites_share_an_iterator(void **state) {
+  (void)state;
+  assert_int_equal(test_run("cd '%s' && printf 'psnap 2\\naccesses 28\\nsites 5\\nthreads 1\\n"
+                            "s0 load 8 x6 @0x1000 (+8 +16)^2 +8\\n"
+                            "s1 store 8 x6 @0x2040 (+8 +16)^2 +8\\n"
+                            "s2 load 8 x4 @0x3000 +8 +16 +8\\n"
+                            "s3 load 8 x6 @0x4000 (+8 +16)^2 +8\\n"
+                            "s4 store 8 x6 @0x5000 (+8 +16)^2 +8\\n"
+                            "thread 0 accesses 28 order (s0 s2 s1)^4 (s0 s1)^2 s3 s4 (s4 s3)^5\\n' "
+                            "> lockstep.psnap",
+                            dir),
+                   0);
+  assert_int_equal(skeleton_oracle("lockstep", 1), 28);
+  assert_int_equal(count_in_skeleton("lockstep", "_next(void) {"), 4);
+  assert_int_equal(
+      count_in_skeleton("lockstep", "SKELETON_STORE_AT(0, 4160, 8); SKELETON_STEP(0);"), 2);
+  assert_int_equal(count_in_skeleton("lockstep", "SKELETON_LOAD(3, 8);"), 2);
 }
 
 static void transpose_skeleton_issues_the_profile(void **state) {
@@ -308,6 +352,7 @@ int main(void) {
       cmocka_unit_test(matmul_skeleton_issues_the_profile),
       cmocka_unit_test(stencil2d_skeleton_issues_the_profile),
       cmocka_unit_test(transpose_skeleton_issues_the_profile),
+      cmocka_unit_test(lockstep_sites_share_an_iterator),
       cmocka_unit_test(bad_profiles_write_no_skeleton),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
