@@ -29,6 +29,13 @@ struct ms_annotator {
   object_map *map;
   uint64_t next_event, position;
   ms_batch relabeled;
+  /* The object map's lookups cached (object_map_find_span): the span found last at each
+   * site, and the one found last at all. A site's accesses mostly fall in the object its
+   * last one fell in (two_arrays: a loop over three arrays, where the map's large objects
+   * found lately took a third of annotating by object in mispredicted branches), and an
+   * access in the object of the one before it (bintree: a node's key, then its child). */
+  object_map_span *spans, unsited, *last;
+  uint64_t span_capacity;
 };
 
 void ms_annotate_config_default(ms_annotate_config *config, const ms_hierarchy_config *hierarchy) {
@@ -82,6 +89,20 @@ static int count_accesses(ms_annotator *a, const ms_batch *batch) {
   return 0;
 }
 
+static int grow_spans(ms_annotator *a, uint64_t site) {
+  uint64_t capacity = a->span_capacity ? a->span_capacity : 1024;
+  while (capacity <= site)
+    capacity *= 2;
+  ptrdiff_t last = a->last == &a->unsited ? -1 : a->last - a->spans;
+  object_map_span *grown = realloc(a->spans, capacity * sizeof *grown);
+  if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation's sites");
+  memset(grown + a->span_capacity, 0, (capacity - a->span_capacity) * sizeof *grown);
+  if (last >= 0) a->last = grown + last;
+  a->spans = grown;
+  a->span_capacity = capacity;
+  return 0;
+}
+
 /* The batch with each access's site replaced by the live object holding its address
  * (MS_SITE_NONE outside every object), the object events applied as the accesses reach
  * them. */
@@ -103,6 +124,11 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
   const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
   const int shift = a->line_shift;
   uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
+  const uint64_t *stamps = object_map_stamps(a->map);
+  uint32_t pending = OBJECT_MAP_NONE;
+  uint64_t pending_lines = 0;
+  object_map_span *spans = a->spans, *last = a->last;
+  uint64_t span_capacity = a->span_capacity;
   for (size_t i = 0; i < batch->count; i++) {
     while (__builtin_expect(a->position + i >= next, 0)) {
       if (a->next_event >= UINT32_MAX)
@@ -115,7 +141,23 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
     }
     /* the object, and its count of first-level accesses, in one pass (count_accesses) */
     const ms_access *access = &batch->accesses[i];
-    uint32_t id = object_map_find(a->map, access->address);
+    uint64_t address = access->address;
+    uint32_t site = access->site;
+    if (__builtin_expect(site >= span_capacity, 0) && site != MS_SITE_NONE) {
+      a->last = last;
+      int rc = grow_spans(a, site);
+      if (rc < 0) return rc;
+      spans = a->spans, span_capacity = a->span_capacity, last = a->last;
+    }
+    object_map_span *at = site != MS_SITE_NONE ? &spans[site] : &a->unsited;
+    if (address - at->lo < at->hi - at->lo && at->stamp == stamps[at->which]) {
+    } else if (address - last->lo < last->hi - last->lo && last->stamp == stamps[last->which]) {
+      *at = *last;
+    } else {
+      object_map_find_span(a->map, address, at);
+      last = at;
+    }
+    uint32_t id = at->id;
     out_accesses[i] = *access;
     out_accesses[i].site = id;
     uint64_t lines = access_lines(access, cachegrind, shift);
@@ -123,13 +165,19 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
       a->unsited_accesses += lines;
       continue;
     }
-    if (__builtin_expect(id >= capacity, 0)) {
-      int rc = grow_sites(a, id);
-      if (rc < 0) return rc;
-      counts = a->site_accesses, capacity = a->site_capacity;
+    if (id != pending) { /* the accesses in a row to one object counted at once */
+      if (pending != OBJECT_MAP_NONE) counts[pending] += pending_lines;
+      if (__builtin_expect(id >= capacity, 0)) {
+        int rc = grow_sites(a, id);
+        if (rc < 0) return rc;
+        counts = a->site_accesses, capacity = a->site_capacity;
+      }
+      pending = id, pending_lines = 0;
     }
-    counts[id] += lines;
+    pending_lines += lines;
   }
+  if (pending != OBJECT_MAP_NONE) counts[pending] += pending_lines;
+  a->last = last;
   a->relabeled.count = batch->count;
   a->position += batch->count;
   *out = &a->relabeled;
@@ -172,6 +220,7 @@ int ms_annotator_new(const ms_annotate_config *config, ms_annotator **out) {
     free(a);
     return rc;
   }
+  a->last = &a->unsited;
   if (config->by != MS_ANNOTATE_CODE && !(a->map = object_map_new())) {
     ms_annotator_free(a);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for an annotation");
@@ -192,6 +241,7 @@ void ms_annotator_free(ms_annotator *a) {
   free(a->annotation.objects);
   object_map_free(a->map);
   free(a->relabeled.accesses);
+  free(a->spans);
   free(a);
 }
 

@@ -7,7 +7,9 @@
  * sorted by address. A lookup rejects addresses outside the span of every object seen (the
  * stack, usually), then tries the large objects found lately, the page's granules, and a
  * bisection of the large ones. Where objects overlap (a block inside a mapping), which of
- * them an address belongs to is not specified. */
+ * them an address belongs to is not specified (the large objects found since the last
+ * event first). object_map_find_span adds the span of addresses around that find the same,
+ * for a cache of lookups. */
 #ifndef MEMSNAP_OBJECT_MAP_H
 #define MEMSNAP_OBJECT_MAP_H
 
@@ -27,5 +29,19 @@ void object_map_free(object_map *map);
 int object_map_apply(object_map *map, const ms_object_event *event, uint32_t id);
 /* The live object holding `address`, OBJECT_MAP_NONE if none. */
 uint32_t object_map_find(object_map *map, uint64_t address);
+/* A span of addresses that all find the same answer (`id`) for as long as the map's stamp
+ * `which` is `stamp` (object_map_stamps); empty when lo == hi. */
+typedef struct object_map_span {
+  uint64_t lo, hi, stamp;
+  uint32_t id, which;
+} object_map_span;
+/* object_map_find, and the span around `address` where every address finds the same: a
+ * cache of lookups in front of the map answers as object_map_find would. Spans are empty
+ * while a large object overlaps another object (where lookups try the large objects found
+ * lately first). */
+void object_map_find_span(object_map *map, uint64_t address, object_map_span *span);
+/* The map's two stamps: [0] changes when an object's span may no longer hold (a free, an
+ * object over another), [1] when a span of no object may not (an allocation). */
+const uint64_t *object_map_stamps(const object_map *map);
 
 #endif

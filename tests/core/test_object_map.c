@@ -91,11 +91,87 @@ static void many_blocks(void **state) {
   object_map_free(map);
 }
 
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_random(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+/* The lookups of object_map_find_span, cached per site and at all as the annotator does,
+ * against object_map_find on a second map given the same events: random blocks and large
+ * objects, freed at random, touched at random and in walks; apart (`overlap` 0: the spans
+ * serve the lookups) or overlapping (large objects over blocks and each other: the spans go
+ * empty while they overlap, and lookups follow the large objects found lately). */
+static void spans_as_find(int overlap) {
+  object_map *reference = object_map_new(), *map = object_map_new();
+  assert_non_null(reference);
+  assert_non_null(map);
+  const uint64_t *stamps = object_map_stamps(map);
+  enum { SITES = 8, LIVE = 64 };
+  object_map_span sites[SITES] = {{0}}, *last = &sites[0];
+  uint64_t live[LIVE] = {0}, bump = 0x100000, served = 0, walk = 0;
+  uint32_t id = 0;
+  for (int step = 0; step < 200000; step++) {
+    uint64_t r = next_random();
+    if (r % 64 == 0) { /* an event */
+      ms_object_event event = {.site = MS_SITE_NONE};
+      uint64_t slot = (r >> 8) % LIVE;
+      if (live[slot] && (r >> 16) % 2) {
+        event.address = live[slot], event.freed = 1;
+        live[slot] = 0;
+      } else {
+        uint64_t size = (r >> 20) % 4 ? 1 + (r >> 24) % 200 : 4000 + (r >> 24) % 30000;
+        if (overlap && (r >> 40) % 3 == 0)
+          event.address = 0x100000 + (r >> 42) % (bump - 0x100000 + 1);
+        else
+          event.address = bump + (r >> 42) % 3 * 8, bump = event.address + size + 16;
+        event.size = size;
+        if (!live[slot]) live[slot] = event.address;
+      }
+      assert_int_equal(object_map_apply(reference, &event, id), 0);
+      assert_int_equal(object_map_apply(map, &event, id), 0);
+      id++;
+      continue;
+    }
+    uint64_t address =
+        (r >> 8) % 8 ? walk += 8 : 0x100000 - 64 + (r >> 12) % (bump - 0x100000 + 128);
+    if ((r >> 8) % 8 == 0) walk = address;
+    object_map_span *at = &sites[(r >> 40) % SITES];
+    uint32_t expected = object_map_find(reference, address), found;
+    if (address - at->lo < at->hi - at->lo && at->stamp == stamps[at->which]) {
+      found = at->id, served++;
+    } else if (address - last->lo < last->hi - last->lo && last->stamp == stamps[last->which]) {
+      *at = *last;
+      found = at->id, served++;
+    } else {
+      object_map_find_span(map, address, at);
+      found = at->id, last = at;
+    }
+    assert_int_equal(found, expected);
+  }
+  if (!overlap) assert_true(served > 100000); /* the spans serve most lookups */
+  object_map_free(reference);
+  object_map_free(map);
+}
+
+static void spans_apart(void **state) {
+  (void)state;
+  spans_as_find(0);
+}
+
+static void spans_overlapping(void **state) {
+  (void)state;
+  spans_as_find(1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(blocks_and_granules),
-      cmocka_unit_test(large_objects),
-      cmocka_unit_test(many_blocks),
+      cmocka_unit_test(blocks_and_granules), cmocka_unit_test(large_objects),
+      cmocka_unit_test(many_blocks),         cmocka_unit_test(spans_apart),
+      cmocka_unit_test(spans_overlapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
