@@ -12,6 +12,15 @@
 #include "memsnap/error.h"
 #include "memsnap/sites.h"
 
+/* A site's lookup cached, and the first-level accesses counted in it since (added to its
+ * object's count when the span is replaced: cg's accesses go to another object than the
+ * access before them 19 times in 20, and a count per object per access was a third of
+ * relabelling's instructions). */
+typedef struct site_span {
+  object_map_span span;
+  uint64_t lines;
+} site_span;
+
 struct ms_annotator {
   ms_sink sink;
   ms_annotate_config config;
@@ -34,8 +43,8 @@ struct ms_annotator {
    * last one fell in (two_arrays: a loop over three arrays, where the map's large objects
    * found lately took a third of annotating by object in mispredicted branches), and an
    * access in the object of the one before it (bintree: a node's key, then its child). */
-  object_map_span *spans, unsited, *last;
-  uint64_t span_capacity;
+  site_span *spans; /* by site + 1: 0 for accesses without a site */
+  uint64_t span_capacity, last;
 };
 
 void ms_annotate_config_default(ms_annotate_config *config, const ms_hierarchy_config *hierarchy) {
@@ -89,17 +98,40 @@ static int count_accesses(ms_annotator *a, const ms_batch *batch) {
   return 0;
 }
 
-static int grow_spans(ms_annotator *a, uint64_t site) {
+static int grow_spans(ms_annotator *a, uint64_t slot) {
   uint64_t capacity = a->span_capacity ? a->span_capacity : 1024;
-  while (capacity <= site)
+  while (capacity <= slot)
     capacity *= 2;
-  ptrdiff_t last = a->last == &a->unsited ? -1 : a->last - a->spans;
-  object_map_span *grown = realloc(a->spans, capacity * sizeof *grown);
+  site_span *grown = realloc(a->spans, capacity * sizeof *grown);
   if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation's sites");
   memset(grown + a->span_capacity, 0, (capacity - a->span_capacity) * sizeof *grown);
-  if (last >= 0) a->last = grown + last;
   a->spans = grown;
   a->span_capacity = capacity;
+  return 0;
+}
+
+/* Adds the lines counted in a span to its object's count. */
+static int flush_span(ms_annotator *a, site_span *at) {
+  uint32_t id = at->span.id;
+  if (!at->lines) return 0;
+  if (id == OBJECT_MAP_NONE) {
+    a->unsited_accesses += at->lines;
+  } else {
+    if (id >= a->site_capacity) {
+      int rc = grow_sites(a, id);
+      if (rc < 0) return rc;
+    }
+    a->site_accesses[id] += at->lines;
+  }
+  at->lines = 0;
+  return 0;
+}
+
+static int flush_spans(ms_annotator *a) {
+  for (uint64_t i = 0; i < a->span_capacity; i++) {
+    int rc = flush_span(a, &a->spans[i]);
+    if (rc < 0) return rc;
+  }
   return 0;
 }
 
@@ -123,14 +155,16 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
   ms_access *out_accesses = a->relabeled.accesses;
   const int cachegrind = a->config.hierarchy.model == MS_CACHE_MODEL_CACHEGRIND;
   const int shift = a->line_shift;
-  uint64_t *counts = a->site_accesses, capacity = a->site_capacity;
   const uint64_t *stamps = object_map_stamps(a->map);
-  uint32_t pending = OBJECT_MAP_NONE;
-  uint64_t pending_lines = 0;
-  object_map_span *spans = a->spans, *last = a->last;
+  site_span *spans = a->spans, *last = &spans[a->last];
   uint64_t span_capacity = a->span_capacity;
+  /* an access's first-level accesses (access_lines) without a branch: 1 + the lines it
+   * spans past its first, none for Cachegrind's model */
+  const uint64_t past_first = cachegrind ? 0 : UINT64_MAX;
+  /* the index in the batch of the next event's access */
+  uint64_t stop = next > a->position ? next - a->position : 0;
   for (size_t i = 0; i < batch->count; i++) {
-    while (__builtin_expect(a->position + i >= next, 0)) {
+    while (__builtin_expect(i >= stop, 0)) {
       if (a->next_event >= UINT32_MAX)
         return ms_error_set(MS_ERR_UNSUPPORTED, "annotate: more than 2^32 object events");
       int rc = object_map_apply(a->map, ms_object_table_get(table, a->next_event),
@@ -138,46 +172,40 @@ static int relabel(ms_annotator *a, const ms_stream_info *info, const ms_batch *
       if (rc < 0) return rc;
       a->next_event++;
       next = a->next_event < events ? ms_object_table_get(table, a->next_event)->index : UINT64_MAX;
+      stop = next > a->position ? next - a->position : 0;
     }
     /* the object, and its count of first-level accesses, in one pass (count_accesses) */
     const ms_access *access = &batch->accesses[i];
     uint64_t address = access->address;
     uint32_t site = access->site;
-    if (__builtin_expect(site >= span_capacity, 0) && site != MS_SITE_NONE) {
-      a->last = last;
-      int rc = grow_spans(a, site);
+    uint32_t slot = site + 1; /* MS_SITE_NONE: 0 */
+    if (__builtin_expect(slot >= span_capacity, 0)) {
+      uint64_t last_slot = (uint64_t)(last - spans);
+      int rc = grow_spans(a, slot);
       if (rc < 0) return rc;
-      spans = a->spans, span_capacity = a->span_capacity, last = a->last;
+      spans = a->spans, span_capacity = a->span_capacity, last = &spans[last_slot];
     }
-    object_map_span *at = site != MS_SITE_NONE ? &spans[site] : &a->unsited;
-    if (address - at->lo < at->hi - at->lo && at->stamp == stamps[at->which]) {
-    } else if (address - last->lo < last->hi - last->lo && last->stamp == stamps[last->which]) {
-      *at = *last;
+    site_span *at = &spans[slot];
+    const object_map_span *s = &at->span, *l = &last->span;
+    if (address - s->lo < s->hi - s->lo && s->stamp == stamps[s->which]) {
     } else {
-      object_map_find_span(a->map, address, at);
-      last = at;
+      int rc = flush_span(a, at);
+      if (rc < 0) return rc;
+      if (address - l->lo < l->hi - l->lo && l->stamp == stamps[l->which]) {
+        at->span = *l;
+      } else {
+        object_map_find_span(a->map, address, &at->span);
+        last = at;
+      }
     }
-    uint32_t id = at->id;
+    uint32_t id = at->span.id;
     out_accesses[i] = *access;
     out_accesses[i].site = id;
-    uint64_t lines = access_lines(access, cachegrind, shift);
-    if (id == OBJECT_MAP_NONE) {
-      a->unsited_accesses += lines;
-      continue;
-    }
-    if (id != pending) { /* the accesses in a row to one object counted at once */
-      if (pending != OBJECT_MAP_NONE) counts[pending] += pending_lines;
-      if (__builtin_expect(id >= capacity, 0)) {
-        int rc = grow_sites(a, id);
-        if (rc < 0) return rc;
-        counts = a->site_accesses, capacity = a->site_capacity;
-      }
-      pending = id, pending_lines = 0;
-    }
-    pending_lines += lines;
+    uint64_t last_byte = address + access->size - (access->size != 0);
+    uint64_t lines = 1 + (((last_byte >> shift) - (address >> shift)) & past_first);
+    at->lines += lines;
   }
-  if (pending != OBJECT_MAP_NONE) counts[pending] += pending_lines;
-  a->last = last;
+  a->last = (uint64_t)(last - spans);
   a->relabeled.count = batch->count;
   a->position += batch->count;
   *out = &a->relabeled;
@@ -196,7 +224,8 @@ static int annotator_consume(ms_sink *sink, const ms_stream_info *info, const ms
 static int annotator_end(ms_sink *sink, const ms_stream_info *info) {
   ms_annotator *a = (ms_annotator *)sink;
   if (info->objects) a->objects = info->objects;
-  return ms_hierarchy_set_flush(a->set);
+  int rc = flush_spans(a);
+  return rc < 0 ? rc : ms_hierarchy_set_flush(a->set);
 }
 
 static void annotator_sink_destroy(ms_sink *sink) { (void)sink; /* the annotator's */ }
@@ -220,8 +249,7 @@ int ms_annotator_new(const ms_annotate_config *config, ms_annotator **out) {
     free(a);
     return rc;
   }
-  a->last = &a->unsited;
-  if (config->by != MS_ANNOTATE_CODE && !(a->map = object_map_new())) {
+  if (config->by != MS_ANNOTATE_CODE && (!(a->map = object_map_new()) || grow_spans(a, 0) < 0)) {
     ms_annotator_free(a);
     return ms_error_set(MS_ERR_NOMEM, "out of memory for an annotation");
   }
@@ -418,7 +446,8 @@ int ms_annotator_finish(ms_annotator *a, const ms_site_table *sites, const ms_an
     *out = &a->annotation;
     return 0;
   }
-  int rc = ms_hierarchy_set_flush(a->set);
+  int rc = flush_spans(a);
+  if (rc == 0) rc = ms_hierarchy_set_flush(a->set);
   if (rc < 0) return rc;
   ms_annotation *n = &a->annotation;
   n->hierarchy = ms_hierarchy_set_get(a->set, 0);
