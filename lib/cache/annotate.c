@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/grow.h"
 #include "../core/object_map.h"
 #include "memsnap/error.h"
 #include "memsnap/sites.h"
@@ -57,14 +58,9 @@ void ms_annotate_config_default(ms_annotate_config *config, const ms_hierarchy_c
 }
 
 static int grow_sites(ms_annotator *a, uint64_t site) {
-  uint64_t capacity = a->site_capacity ? a->site_capacity : 1024;
-  while (capacity <= site)
-    capacity *= 2;
-  uint64_t *grown = realloc(a->site_accesses, capacity * sizeof *grown);
+  uint64_t *grown = ms_grow_zeroed(a->site_accesses, &a->site_capacity, sizeof *grown, site, 1024);
   if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation's sites");
-  memset(grown + a->site_capacity, 0, (capacity - a->site_capacity) * sizeof *grown);
   a->site_accesses = grown;
-  a->site_capacity = capacity;
   return 0;
 }
 
@@ -99,14 +95,9 @@ static int count_accesses(ms_annotator *a, const ms_batch *batch) {
 }
 
 static int grow_spans(ms_annotator *a, uint64_t slot) {
-  uint64_t capacity = a->span_capacity ? a->span_capacity : 1024;
-  while (capacity <= slot)
-    capacity *= 2;
-  site_span *grown = realloc(a->spans, capacity * sizeof *grown);
+  site_span *grown = ms_grow_zeroed(a->spans, &a->span_capacity, sizeof *grown, slot, 1024);
   if (!grown) return ms_error_set(MS_ERR_NOMEM, "out of memory for the annotation's sites");
-  memset(grown + a->span_capacity, 0, (capacity - a->span_capacity) * sizeof *grown);
   a->spans = grown;
-  a->span_capacity = capacity;
   return 0;
 }
 

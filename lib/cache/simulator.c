@@ -52,6 +52,7 @@
 #include <sys/mman.h>
 
 #include "../core/cpu.h"
+#include "../core/grow.h"
 #include "../core/jobs.h"
 #include "cache_internal.h"
 #include "memsnap/error.h"
@@ -84,14 +85,10 @@ static int grow_counts(cache_level *level, uint32_t threads) {
  * MS_SITE_NONE to 0 without a branch. */
 static int grow_sites(cache_level *level, uint64_t slots) {
   if (slots <= level->site_slots) return MS_OK;
-  uint64_t capacity = level->site_slots ? level->site_slots : 64;
-  while (capacity < slots)
-    capacity *= 2;
-  uint64_t *misses = realloc(level->site_misses, capacity * sizeof *misses);
+  uint64_t *misses =
+      ms_grow_zeroed(level->site_misses, &level->site_slots, sizeof *misses, slots - 1, 64);
   if (!misses) return ms_error_set(MS_ERR_NOMEM, "out of memory for per-site cache statistics");
-  memset(misses + level->site_slots, 0, (capacity - level->site_slots) * sizeof *misses);
   level->site_misses = misses;
-  level->site_slots = capacity;
   return MS_OK;
 }
 static int run_children(const ms_hierarchy_set *set, cache_level *level) {
@@ -294,8 +291,7 @@ static int place_hierarchy(ms_hierarchy_set *set, ms_hierarchy *hierarchy) {
 cache_run_level_fn cache_pick_run_level(void) {
 #ifdef MEMSNAP_HAVE_LEVEL_RUN_AVX2
   const char *simd = getenv("MEMSNAP_SIMD");
-  if (!(simd && strcmp(simd, "0") == 0) && (cpu_features() & CPU_AVX2))
-    return cache_run_level_avx2;
+  if (!(simd && strcmp(simd, "0") == 0) && (cpu_features() & CPU_AVX2)) return cache_run_level_avx2;
 #endif
   return cache_run_level;
 }

@@ -38,6 +38,7 @@
 
 #include "../core/id_index.h"
 #include "../core/jobs.h"
+#include "../core/grow.h"
 #include "memsnap/error.h"
 #include "memsnap/fold.h"
 #include "memsnap/psnap.h"
@@ -198,7 +199,7 @@ typedef struct builder {
   /* per trace site below BY_TRACE_MAX: the profile site + 1 last found for it (the key
    * checked; a hash probe whose every step read a site's key took 8% of profiling sqlite3) */
   uint32_t *by_trace;
-  uint32_t by_trace_capacity;
+  uint64_t by_trace_capacity;
   thread_state *threads;
   uint32_t thread_count;
   ms_psnap_filter *filter; /* from the first batch on */
@@ -207,7 +208,7 @@ typedef struct builder {
    * left out most (a profile of lmp's executable holds 86 of its 61 M accesses: the work is
    * in liblammps.so.0, and the summary says so) */
   uint64_t *excluded_by_site;
-  uint32_t excluded_capacity;
+  uint64_t excluded_capacity;
   uint64_t cached_key;
   uint32_t cached_site;
   uint64_t rng;
@@ -321,14 +322,10 @@ static int find_site(builder *b, const ms_access *a, uint32_t *out) {
   uint32_t *direct = NULL;
   if (a->site < BY_TRACE_MAX) {
     if (a->site >= b->by_trace_capacity) {
-      uint32_t capacity = b->by_trace_capacity ? b->by_trace_capacity : 1024;
-      while (capacity <= a->site)
-        capacity *= 2;
-      uint32_t *more = realloc(b->by_trace, capacity * sizeof *more);
+      uint32_t *more =
+          ms_grow_zeroed(b->by_trace, &b->by_trace_capacity, sizeof *more, a->site, 1024);
       if (!more) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-      memset(more + b->by_trace_capacity, 0, (capacity - b->by_trace_capacity) * sizeof *more);
       b->by_trace = more;
-      b->by_trace_capacity = capacity;
     }
     direct = &b->by_trace[a->site];
     if (*direct && b->sites[*direct - 1].key == key) {
@@ -934,14 +931,10 @@ static int builder_consume(ms_sink *sink, const ms_stream_info *info, const ms_b
       b->excluded++;
       if (a->site < BY_TRACE_MAX) {
         if (a->site >= b->excluded_capacity) {
-          uint32_t capacity = b->excluded_capacity ? b->excluded_capacity : 1024;
-          while (capacity <= a->site)
-            capacity *= 2;
-          uint64_t *more = realloc(b->excluded_by_site, capacity * sizeof *more);
+          uint64_t *more = ms_grow_zeroed(b->excluded_by_site, &b->excluded_capacity, sizeof *more,
+                                          a->site, 1024);
           if (!more) return ms_error_set(MS_ERR_NOMEM, "out of memory");
-          memset(more + b->excluded_capacity, 0, (capacity - b->excluded_capacity) * sizeof *more);
           b->excluded_by_site = more;
-          b->excluded_capacity = capacity;
         }
         b->excluded_by_site[a->site]++;
       }
@@ -963,7 +956,7 @@ static int most_excluded_object(const builder *b, const ms_stream_info *info, ms
   const char **names = NULL;
   uint64_t *counts = NULL;
   uint32_t count = 0, capacity = 0;
-  for (uint32_t i = 0; i < b->excluded_capacity; i++) {
+  for (uint32_t i = 0; i < b->excluded_capacity; i++) { /* below BY_TRACE_MAX */
     const ms_site *site = b->excluded_by_site[i] ? ms_site_table_get(info->sites, i) : NULL;
     if (!site || !site->object) continue;
     uint32_t k = 0;

@@ -653,13 +653,11 @@ static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, const sha
       !(rs->ring && site->reuse_at_jumps && reuse_address(site, rs, id, position, &address) > 0))
     address = old_address(site, rs, g, older, id, position);
   /* past the program's count of lines, one of the lines it has (in the address's bin, else
-   * the nearest bin that has one) */
+   * the nearest bin that has one: beyond_lines implies one is taken); else the line is its */
   if (beyond_lines(site, rs, address)) {
     uint64_t bin = histogram_bin(site, address),
              r = mix((uint64_t)id << 40 ^ position ^ 0x2545F4914F6CDD1Dull);
-    /* none taken yet (its first touches to come): its previous address */
-    if (rs->taken_used == 0 && position > 0) address = rs->walk_address;
-    for (uint64_t d = 0; rs->taken_used && d < MS_PSNAP_HISTOGRAM_BINS; d++) {
+    for (uint64_t d = 0; d < MS_PSNAP_HISTOGRAM_BINS; d++) {
       const taken_lines *t = NULL;
       if (bin + d < MS_PSNAP_HISTOGRAM_BINS && rs->taken[bin + d].count)
         t = &rs->taken[bin + d];
@@ -670,8 +668,8 @@ static uint64_t lossy_next(const ms_psnap_site *site, replay_site *rs, const sha
         break;
       }
     }
-  }
-  if (site->lines && rs->taken) take_line(site, rs, address);
+  } else if (site->lines && rs->taken)
+    take_line(site, rs, address);
   rs->walk_address = address;
   if (rs->ring) {
     rs->ring[position % REUSE_RING] = address;
