@@ -259,19 +259,24 @@ int object_map_apply(object_map *map, const ms_object_event *event, uint32_t id)
   return 0;
 }
 
+/* The granule table of the page of `address` (NULL: no small object there), the page
+ * found last kept at hand. */
+static const uint32_t *page_ids(object_map *map, uint64_t address) {
+  if ((address >> 12) + 1 != map->last_page) {
+    const page *slot = probe(map, (address >> 12) + 1);
+    map->last_ids = slot->key ? slot->ids : NULL;
+    map->last_page = slot->key ? (address >> 12) + 1 : 0;
+  }
+  return map->last_ids;
+}
+
 uint32_t object_map_find(object_map *map, uint64_t address) {
   if (address < map->low || address >= map->high) return OBJECT_MAP_NONE;
   for (int i = 0; i < RECENT; i++) /* a large object found lately */
     if (address - map->recent[i].start < map->recent[i].end - map->recent[i].start)
       return map->recent[i].id;
   if (map->slot_count) { /* a small object: no more than a probe and a load */
-    const uint32_t *ids = map->last_ids;
-    if ((address >> 12) + 1 != map->last_page) {
-      const page *slot = probe(map, (address >> 12) + 1);
-      ids = slot->key ? slot->ids : NULL;
-      map->last_page = slot->key ? (address >> 12) + 1 : 0;
-      map->last_ids = ids;
-    }
+    const uint32_t *ids = page_ids(map, address);
     if (ids && ids[(address >> 4) % PAGE_GRANULES] != OBJECT_MAP_NONE)
       return ids[(address >> 4) % PAGE_GRANULES];
   }
@@ -322,13 +327,7 @@ void object_map_find_span(object_map *map, uint64_t address, object_map_span *sp
   /* the page's granules that hold what the address's granule holds, else the page */
   uint64_t page_start = address & ~4095ull, from = page_start, to = page_start + 4096;
   if (map->slot_count) {
-    const uint32_t *ids = map->last_ids;
-    if ((address >> 12) + 1 != map->last_page) {
-      const page *slot = probe(map, (address >> 12) + 1);
-      ids = slot->key ? slot->ids : NULL;
-      map->last_page = slot->key ? (address >> 12) + 1 : 0;
-      map->last_ids = ids;
-    }
+    const uint32_t *ids = page_ids(map, address);
     if (ids) {
       unsigned g = (unsigned)((address >> 4) % PAGE_GRANULES), down, up;
       uint32_t held = ids[g];

@@ -492,11 +492,10 @@ static uint32_t leaf_occurrences(const ms_expr *e, uint32_t id) {
   return leaves;
 }
 
-/* An exact site's iterator: its runs, cyclically. */
-static void write_exact_site(writer *w, uint32_t s) {
+/* The opening of an exact site's comment: its place, then its strides (left open). */
+static void write_site_comment(writer *w, uint32_t s) {
   FILE *out = w->out;
-  const ms_psnap_site *site = &w->profile->sites[s];
-  const ms_expr *e = &site->pattern;
+  const ms_expr *e = &w->profile->sites[s].pattern;
   fputs("/* ", out);
   write_site_place(w, s, out);
   if (e->total) {
@@ -505,6 +504,14 @@ static void write_exact_site(writer *w, uint32_t s) {
     if (text) write_comment_text(out, text);
     free(text);
   }
+}
+
+/* An exact site's iterator: its runs, cyclically. */
+static void write_exact_site(writer *w, uint32_t s) {
+  FILE *out = w->out;
+  const ms_psnap_site *site = &w->profile->sites[s];
+  const ms_expr *e = &site->pattern;
+  write_site_comment(w, s);
   fputs(" */\n", out);
   if (!e->total) {
     fprintf(out,
@@ -530,15 +537,7 @@ static void write_exact_site(writer *w, uint32_t s) {
 /* An exact site without an iterator of its own: one stride, or another site's cursor. */
 static void write_cursor_note(writer *w, uint32_t s) {
   FILE *out = w->out;
-  const ms_expr *e = &w->profile->sites[s].pattern;
-  fputs("/* ", out);
-  write_site_place(w, s, out);
-  if (e->total) {
-    fputs(";\n * strides ", out);
-    char *text = ms_expr_string(e, MS_EXPR_STRIDES);
-    if (text) write_comment_text(out, text);
-    free(text);
-  }
+  write_site_comment(w, s);
   uint32_t c = w->cursor[s];
   if (c != s)
     fprintf(out, ";\n * at %+" PRId64 " bytes from s%u's address, stepped with it */\n\n",
