@@ -1,6 +1,6 @@
 /* memsnap profile -o OUT.psnap[.zst] [--compress] [--all-objects] [--object NAME]...
  *                 [--function F]... [--line FILE:LINE]... [--lossless]
- *                 [--max-strides N] [--site-cap N] [--order-cap N]
+ *                 [--max-strides N] [--site-cap N] [--order-cap N] [--order-floor N]
  *                 [--order-window N] [--order-periods N] [--fidelity low|normal|high]
  *                 (TRACE | -- PROGRAM ARGS)
  *
@@ -40,6 +40,9 @@ static void usage(FILE *to) {
               "      --max-strides N   unique strides per stride history (default 32)\n"
               "      --site-cap N      pattern terms per site before it is lossy (default 2048)\n"
               "      --order-cap N     order terms per thread before it is lossy (default 262144)\n"
+              "      --order-floor N   the order also goes lossy when, past 16384 terms, it\n"
+              "                        holds fewer than N accesses per term (default 16;\n"
+              "                        0: only --order-cap; --fidelity high: 0)\n"
               "      --order-window N  order terms searched for loops, whose bodies can have\n"
               "                        up to N/2 (a power of two, 2 to 4096; default 1024)\n"
               "      --order-periods N a lossy order's path counts in at most N periods of\n"
@@ -78,7 +81,8 @@ int cmd_profile(int argc, char **argv) {
     FIDELITY,
     ALL_OBJECTS,
     KEEP_THREADS,
-    OBJECT
+    OBJECT,
+    ORDER_FLOOR
   };
   size_t output_length;
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
@@ -90,6 +94,7 @@ int cmd_profile(int argc, char **argv) {
                                           {"max-strides", required_argument, NULL, MAX_STRIDES},
                                           {"site-cap", required_argument, NULL, SITE_CAP},
                                           {"order-cap", required_argument, NULL, ORDER_CAP},
+                                          {"order-floor", required_argument, NULL, ORDER_FLOOR},
                                           {"order-window", required_argument, NULL, ORDER_WINDOW},
                                           {"order-periods", required_argument, NULL, ORDER_PERIODS},
                                           {"fidelity", required_argument, NULL, FIDELITY},
@@ -151,6 +156,14 @@ int cmd_profile(int argc, char **argv) {
       status = parse_cap(argv[0], "--order-cap", optarg, &settings.order_cap);
       explicit_caps |= 2;
       break;
+    case ORDER_FLOOR:
+      explicit_caps |= 16;
+      if (cli_parse_count(optarg, &count) < 0 || count > (1u << 20)) {
+        cli_error(argv[0], "--order-floor: expected a count from 0 to 2^20, got '%s'", optarg);
+        status = 2;
+      }
+      settings.order_floor = (uint32_t)count;
+      break;
     case FIDELITY:
       if (!strcmp(optarg, "low"))
         fidelity = 0;
@@ -195,6 +208,7 @@ int cmd_profile(int argc, char **argv) {
   if (explicit_caps & 2) settings.order_cap = given.order_cap;
   if (explicit_caps & 4) settings.order_window = given.order_window;
   if (explicit_caps & 8) settings.order_periods = given.order_periods;
+  if (explicit_caps & 16) settings.order_floor = given.order_floor;
   settings.functions = functions;
   settings.lines = lines;
   settings.objects = objects;
@@ -256,7 +270,19 @@ int cmd_profile(int argc, char **argv) {
                 settings.site_cap, 100.0 * (double)lossy.accesses / total);
       else
         fprintf(stderr, "every site exact");
-      if (lossy.threads)
+      if (lossy.threads && result->floor_threads >= lossy.threads)
+        fprintf(stderr,
+                ", order lossy in %u of %u %s (under --order-floor %u accesses per term: path"
+                " counts)",
+                lossy.threads, result->thread_count, result->blocks ? "blocks" : "threads",
+                settings.order_floor);
+      else if (lossy.threads && result->floor_threads)
+        fprintf(stderr,
+                ", order lossy in %u of %u %s (%u under --order-floor %u accesses per term,"
+                " the others over --order-cap %u: path counts)",
+                lossy.threads, result->thread_count, result->blocks ? "blocks" : "threads",
+                result->floor_threads, settings.order_floor, settings.order_cap);
+      else if (lossy.threads)
         fprintf(stderr, ", order lossy in %u of %u %s (over --order-cap %u: path counts)",
                 lossy.threads, result->thread_count, result->blocks ? "blocks" : "threads",
                 settings.order_cap);

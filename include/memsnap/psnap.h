@@ -252,6 +252,7 @@ typedef struct ms_psnap_profile {
    * out most (its path, NULL if none), and how many of them. */
   char *excluded_object;
   uint64_t excluded_object_accesses;
+  uint32_t floor_threads; /* threads whose order went lossy under the order floor */
 } ms_psnap_profile;
 
 /* A compressed profile decompresses to at most this many bytes of text (256 MiB). */
@@ -343,7 +344,11 @@ typedef struct ms_psnap_options {
   uint32_t rank;
   const char *const *objects; /* ... or of sites in these objects (ms_psnap_object_matches) */
   int object_count;
+  /* A thread's order also goes lossy once it holds MS_PSNAP_FLOOR_TERMS terms and fewer than
+   * order_floor accesses per term (default 16; 0: only the cap). */
+  uint32_t order_floor;
 } ms_psnap_options;
+#define MS_PSNAP_FLOOR_TERMS 16384
 
 MS_API void ms_psnap_options_default(ms_psnap_options *options);
 /* The caps of a fidelity (0 low, 1 normal: the defaults, 2 high) into site_cap, order_cap

@@ -181,6 +181,7 @@ typedef struct thread_state {
   line_touch *lines;
   uint64_t accesses;
   int over;
+  int under_floor; /* over because it compressed less than the order floor */
   uint32_t previous;
   uint64_t previous_address;
   uint32_t last_irregular; /* the latest site over its cap (NONE_SITE: none yet) */
@@ -226,6 +227,7 @@ void ms_psnap_options_default(ms_psnap_options *options) {
   options->order_cap = 262144;
   options->order_window = 1024;
   options->order_periods = 64;
+  options->order_floor = 16;
 }
 
 void ms_psnap_profile_lossy(const ms_psnap_profile *profile, ms_psnap_lossy_summary *out) {
@@ -251,6 +253,8 @@ void ms_psnap_options_preset(ms_psnap_options *options, int fidelity) {
   options->site_cap = presets[fidelity][0];
   options->order_cap = presets[fidelity][1];
   options->order_window = presets[fidelity][2];
+  /* high keeps folding an order that compresses little, up to its cap */
+  options->order_floor = fidelity == 2 ? 0 : 16;
   /* periods make the order of a lossless profile near exact (PERIOD_FIRST) */
   options->order_periods = options->lossless ? 512 : 64;
 }
@@ -748,6 +752,22 @@ static int prefix_to_paths(builder *b, thread_state *t) {
   return rc;
 }
 
+/* Whether the thread's order, folded so far, compresses less than the order floor: at least
+ * MS_PSNAP_FLOOR_TERMS terms and fewer than order_floor accesses per term (looked at every
+ * 1024 accesses). Every lossy order of the workload set went under 16 long before its cap
+ * (cg: at most 11.8 accesses per term once past 16384 terms, bzip2 10.1, the others under
+ * 3), and folding it on to the cap was wasted work: with the floor, cg, hashtab, bintree,
+ * sort and gzip profiled in 0.88, 0.51, 0.84, 0.70 and 0.87 of the time, to the same
+ * profiles byte for byte. Its exact orders stay above (isort 63 accesses per term at 25017
+ * terms, the others under 2400 terms), and so do loop nests of varying trip counts that
+ * repeat a few terms per row of 80 accesses or more (test_psnap_format, about 30 per term).
+ * A floor of 32 saved more on cg (0.69 of the time) but gave up on such rows. */
+static bool below_floor(const builder *b, const thread_state *t) {
+  if (!b->options.order_floor || (t->accesses & 1023) || !t->accesses) return false;
+  uint64_t terms = ms_fold_node_count(t->order);
+  return terms >= MS_PSNAP_FLOOR_TERMS && t->accesses < (uint64_t)b->options.order_floor * terms;
+}
+
 static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t address) {
   if (thread >= b->thread_count) {
     thread_state *threads = realloc(b->threads, (thread + 1u) * sizeof *threads);
@@ -763,7 +783,9 @@ static int add_to_order(builder *b, uint16_t thread, uint32_t site, uint64_t add
   }
   thread_state *t = &b->threads[thread];
   int rc = 0;
-  if (!t->over) {
+  if (!t->over && below_floor(b, t))
+    t->over = t->under_floor = 1, rc = prefix_to_paths(b, t);
+  else if (!t->over) {
     rc = ms_fold_push(t->order, site);
     if (rc == MS_FOLD_OVER_CAP) t->over = 1, rc = prefix_to_paths(b, t);
   }
@@ -1391,6 +1413,7 @@ static int builder_end(ms_sink *sink, const ms_stream_info *info) {
   if (rc == 0) tie_sites(b, p);
   for (uint32_t t = 0; rc == 0 && t < b->thread_count; t++) {
     if ((rc = finish_order(&b->threads[t], &p->threads[t])) < 0) break;
+    p->floor_threads += (uint32_t)b->threads[t].under_floor;
     release_thread(&b->threads[t]);
     p->access_count += b->threads[t].accesses;
   }

@@ -70,7 +70,7 @@ static ms_site_table *make_sites(void) {
   return t;
 }
 
-static uint32_t order_cap = 8192, order_periods = 1;
+static uint32_t order_cap = 8192, order_periods = 1, order_floor_of_build = 16;
 
 /* The site cap of these tests: their streams are sized to go over 512 terms (the default
  * was 512 when they were written), which keeps them short. */
@@ -81,6 +81,7 @@ static ms_psnap_profile build(const stream *s, int lossless) {
   options.lossless = lossless;
   options.order_cap = order_cap;
   options.order_periods = order_periods;
+  options.order_floor = order_floor_of_build;
   ms_sink *sink;
   assert_int_equal(ms_psnap_builder_new(&options, &sink), 0);
   ms_stream_info info = {
@@ -323,6 +324,75 @@ static void lossy_order_periods_keep_phases(void **state) {
   free(one_text);
   free(text);
   free(s.accesses);
+}
+
+/* The order floor: an order that has 16384 terms or more and fewer than 16 accesses per term
+ * becomes path counts then (the transitions counted by hand from the stream), without it the
+ * same order stays exact under the cap; an order of fewer terms, or one that compresses more,
+ * stays exact with the floor. */
+static ms_psnap_profile build_floor(const stream *s, uint32_t floor) {
+  uint32_t cap = order_cap;
+  order_cap = 262144, order_floor_of_build = floor;
+  ms_psnap_profile p = build(s, 0);
+  order_cap = cap, order_floor_of_build = 16;
+  return p;
+}
+
+static void order_floor_gives_up_early(void **state) {
+  (void)state;
+  /* sites 0..4 in a random order: about 1.25 accesses per term */
+  stream s = {calloc(MAX_ACCESSES, sizeof(ms_access)), 0};
+  uint64_t times[5][5] = {{0}};
+  uint32_t id[5], ids = 0; /* profile sites are numbered in order of first access */
+  memset(id, 0xff, sizeof id);
+  unsigned x = 11;
+  for (int i = 0; i < 60000; i++) {
+    x = x * 1103515245u + 12345u;
+    uint32_t site = (x >> 16) % 5;
+    if (id[site] == UINT32_MAX) id[site] = ids++;
+    emit(&s, site, 0, 0x10000 + (uint64_t)site * 0x10000 + (uint64_t)i * 8, 8, MS_LOAD);
+    if (i) times[id[s.accesses[i - 1].site]][id[site]]++;
+  }
+  ms_psnap_profile exact = build_floor(&s, 0), floored = build_floor(&s, 16);
+  assert_int_equal(exact.threads[0].lossy, 0);
+  assert_int_equal(exact.floor_threads, 0);
+  assert_int_equal(floored.threads[0].lossy, 1);
+  assert_int_equal(floored.floor_threads, 1);
+  const ms_psnap_thread_order *o = &floored.threads[0];
+  assert_int_equal(o->first_site, 0);
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < o->transition_count; k++) {
+    assert_int_equal(o->transition_times[k], times[o->transition_from[k]][o->transition_to[k]]);
+    total += o->transition_times[k];
+  }
+  assert_int_equal(total, s.count - 1);
+  ms_psnap_profile_free(&exact);
+  ms_psnap_profile_free(&floored);
+  /* the first 10000 of them: fewer than 16384 terms, exact */
+  stream shorter = {s.accesses, 10000};
+  ms_psnap_profile few = build_floor(&shorter, 16);
+  assert_int_equal(few.threads[0].lossy, 0);
+  ms_psnap_profile_free(&few);
+  free(s.accesses);
+  /* rows of (s0 s1)^k s2, k drawn from 40 to 79: a few terms per row, more than 16384 in
+   * all (a floor of 1000 accesses per term gives up on it), exact with the floor of 16 */
+  enum { ROWS_MAX = 1200000 };
+  stream rows = {calloc(ROWS_MAX, sizeof(ms_access)), 0};
+  for (int row = 0; rows.count + 200 < ROWS_MAX; row++) {
+    x = x * 1103515245u + 12345u;
+    uint32_t k = 40 + (x >> 16) % 40;
+    for (uint32_t j = 0; j < k; j++) {
+      emit(&rows, 0, 0, 0x10000 + (uint64_t)j * 8, 8, MS_LOAD);
+      emit(&rows, 1, 0, 0x20000 + (uint64_t)j * 8, 8, MS_LOAD);
+    }
+    emit(&rows, 2, 0, 0x30000, 8, MS_STORE);
+  }
+  ms_psnap_profile high = build_floor(&rows, 1000), kept = build_floor(&rows, 16);
+  assert_int_equal(high.threads[0].lossy, 1);
+  assert_int_equal(kept.threads[0].lossy, 0);
+  ms_psnap_profile_free(&high);
+  ms_psnap_profile_free(&kept);
+  free(rows.accesses);
 }
 
 static void lossy_order_keeps_counts(void **state) {
@@ -1372,6 +1442,7 @@ int main(void) {
       cmocka_unit_test(jumps_reuse_their_lines),
       cmocka_unit_test(malformed_profiles_are_rejected),
       cmocka_unit_test(lossy_sites_walk_their_strides),
+      cmocka_unit_test(order_floor_gives_up_early),
       cmocka_unit_test(lossy_sites_far_apart_keep_their_histogram),
       cmocka_unit_test(version_1_is_still_read),
       cmocka_unit_test(compressed_profiles),
