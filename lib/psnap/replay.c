@@ -441,10 +441,10 @@ static bool site_took(const replay_site *rs, uint64_t address) {
 
 /* Whether `address` would give the site a line beyond the lines the program's touched: its
  * first touches have lines of their own (new to the program, taken apart), its other
- * accesses up to `lines` more. Only `lines` minus the first touches for the others kept
- * sqlite3, sort and xz closer (L2 mean 7.0, 6.0, 1.9 points against 7.2, 6.3, 2.0) but left
- * spmv's gather 2.2 points off on L1 (0.13 so): its `lines`, prorated from the accesses
- * after its cap, are twice its 625 lines, and its first touches take most of them. */
+ * accesses up to `lines` more. Only `lines` minus the first touches for the others, with
+ * `lines` counted exactly, took xz's L2 error (mean / max over the catalog) from 1.56 / 5.62
+ * to 1.46 / 4.36 and sqlite3's from 6.47 / 10.79 to 6.19 / 10.17, but bintree's from 1.90 /
+ * 8.09 to 2.47 / 11.79 and hashtab's from 1.96 / 14.24 to 2.39 / 15.28: not taken. */
 static bool beyond_lines(const ms_psnap_site *site, const replay_site *rs, uint64_t address) {
   return site->lines && rs->taken && rs->taken_used - rs->first_taken >= site->lines &&
          !site_took(rs, address);
