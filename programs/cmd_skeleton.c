@@ -1,11 +1,13 @@
 /* memsnap skeleton [--slices N] [--slice-size N] [--ratio R] [--line B] [--cluster N]
  *                  -o SKEL.c (TRACE | -- PROGRAM ARGS)
  * memsnap skeleton [--scale F] -o SKEL.c PROFILE.psnap
+ * memsnap skeleton --check SKEL -- PROGRAM ARGS
  *
  * A memory skeleton of a run: a short C program whose accesses are slices of the run's,
  * line by line and cluster by cluster, or, from a profile, its sites' patterns as loops in
  * its order (memsnap/skeleton.h, docs/skeletons.md). The C file is written whole or not at
- * all.
+ * all. --check runs the compiled skeleton and the program natively, once each, under the
+ * hardware counters, and prints their L1D and last-level read miss ratios side by side.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "memsnap/chase.h"
 #include "memsnap/output.h"
 #include "memsnap/psnap.h"
 #include "memsnap/skeleton.h"
@@ -22,6 +25,7 @@ static void usage(FILE *to) {
   fprintf(to,
           "usage: memsnap skeleton [OPTIONS] -o SKEL.c (TRACE | -- PROGRAM ARGS...)\n"
           "       memsnap skeleton [--scale F] -o SKEL.c PROFILE.psnap\n"
+          "       memsnap skeleton --check SKEL -- PROGRAM ARGS...\n"
           "  -o, --output FILE   the C program to write\n"
           "  --scale F           of a profile: its orders' outermost repeat counts times F\n"
           "                      (0 < F <= 1, default 1), every pattern's shape kept\n"
@@ -37,6 +41,11 @@ static void usage(FILE *to) {
           "  --form F            table (default: the runs as data that one loop walks; compiles\n"
           "                      in seconds) or code (a loop per run: no data of its own, the\n"
           "                      most faithful; GCC -O2 takes about 1 ms per run)\n"
+          "  --check SKEL        run the compiled skeleton SKEL and PROGRAM natively, once\n"
+          "                      each (their standard output to /dev/null), and print\n"
+          "                      their CPU time and hardware L1D and last-level read miss\n"
+          "                      ratios side by side (perf_event_open; exit status 1 when\n"
+          "                      the machine has no such counters, which it then says)\n"
           "  -q, --quiet         no summary on standard error\n");
 }
 
@@ -93,6 +102,47 @@ done:
   return status;
 }
 
+static double ratio_percent(uint64_t misses, uint64_t reads) {
+  return reads ? 100.0 * (double)misses / (double)reads : 0;
+}
+
+/* --check: the skeleton and the program under the counters, one run each. */
+static int check_skeleton(const char *command, const char *skeleton, int program_argc,
+                          char **program_argv) {
+  ms_program_counters app, skel;
+  char *skeleton_argv[] = {(char *)skeleton, NULL};
+  (void)program_argc;
+  if (ms_counters_run(program_argv, 1, &app) < 0 || ms_counters_run(skeleton_argv, 1, &skel) < 0) {
+    cli_fail(command);
+    return 1;
+  }
+  printf("memsnap skeleton --check: one native run of each (cache counters: user space)\n");
+  printf("  %-28s %14s %14s\n", "", "program", "skeleton");
+  printf("  %-28s %14d %14d\n", "exit status", app.exit_status, skel.exit_status);
+  printf("  %-28s %14.3f %14.3f   skeleton / program %.3f\n", "CPU time (s)", app.cpu_seconds,
+         skel.cpu_seconds, app.cpu_seconds > 0 ? skel.cpu_seconds / app.cpu_seconds : 0);
+  if (app.have_cache && skel.have_cache) {
+    double a1 = ratio_percent(app.l1d_misses, app.l1d_reads),
+           s1 = ratio_percent(skel.l1d_misses, skel.l1d_reads);
+    double a2 = ratio_percent(app.ll_misses, app.ll_reads),
+           s2 = ratio_percent(skel.ll_misses, skel.ll_reads);
+    printf("  %-28s %14" PRIu64 " %14" PRIu64 "\n", "L1D reads", app.l1d_reads, skel.l1d_reads);
+    printf("  %-28s %13.2f%% %13.2f%%   difference %+.2f points\n", "L1D read miss ratio", a1, s1,
+           s1 - a1);
+    printf("  %-28s %14" PRIu64 " %14" PRIu64 "\n", "last-level reads", app.ll_reads,
+           skel.ll_reads);
+    printf("  %-28s %13.2f%% %13.2f%%   difference %+.2f points\n", "last-level read miss ratio",
+           a2, s2, s2 - a2);
+    return 0;
+  }
+  printf("  %-28s %14s %14s\n", "L1D, last-level miss ratios", "not measured", "not measured");
+  cli_error(command,
+            "--check: no hardware cache counters here: %s; judge the skeleton on the simulated "
+            "hierarchies instead: memsnap compare TRACE -- %s",
+            app.have_cache ? skel.cache_why : app.cache_why, skeleton);
+  return 1;
+}
+
 int cmd_skeleton(int argc, char **argv) {
   static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                           {"slices", required_argument, NULL, 'S'},
@@ -103,6 +153,7 @@ int cmd_skeleton(int argc, char **argv) {
                                           {"cluster", required_argument, NULL, 'c'},
                                           {"form", required_argument, NULL, 'F'},
                                           {"scale", required_argument, NULL, 's'},
+                                          {"check", required_argument, NULL, 'C'},
                                           {"quiet", no_argument, NULL, 'q'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -112,7 +163,7 @@ int cmd_skeleton(int argc, char **argv) {
   int quiet = 0, c;
   uint64_t value;
   double scale = 1;
-  const char *scale_text = NULL;
+  const char *scale_text = NULL, *check = NULL;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":o:qh", options, NULL)) != -1) {
@@ -157,6 +208,7 @@ int cmd_skeleton(int argc, char **argv) {
       scale_text = optarg;
       break;
     }
+    case 'C': check = optarg; break;
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;
     default: return cli_option_error(argv[0], c, argv);
@@ -168,6 +220,17 @@ int cmd_skeleton(int argc, char **argv) {
   }
   cli_inputs inputs;
   cli_split_inputs(argc, argv, optind, &inputs);
+  if (check) {
+    if (inputs.count || !inputs.program_argc) {
+      cli_error(argv[0], "--check SKEL: give the program to compare with: -- PROGRAM ARGS");
+      return 2;
+    }
+    if (output || scale_text) {
+      cli_error(argv[0], "--check runs programs and writes no C: no -o or --scale with it");
+      return 2;
+    }
+    return check_skeleton(argv[0], check, inputs.program_argc, inputs.program_argv);
+  }
   if (inputs.count + (inputs.program_argc > 0) != 1) {
     cli_error(argv[0], "give one input: a trace or -- PROGRAM ARGS");
     return 2;

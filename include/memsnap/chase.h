@@ -66,6 +66,21 @@ MS_API void ms_counters_start(ms_counters *counters);
 MS_API void ms_counters_stop(ms_counters *counters); /* reads the values */
 MS_API void ms_counters_close(ms_counters *counters);
 
+/* One native run of a program (argv[0] looked up in PATH; its standard output sent to
+ * /dev/null when quiet_stdout) under counters: its CPU time (user + system, of it and the
+ * processes it waited for: wait4) always, and where the machine has them, the L1D and
+ * last-level cache reads and read misses of its user space, all its threads and children
+ * (perf_event_open, enable on exec, inherited; scaled when the kernel multiplexed them). */
+typedef struct ms_program_counters {
+  double cpu_seconds;
+  int exit_status; /* its exit code, or 128 + the signal that killed it */
+  int have_cache;  /* 0: the cache counters could not be opened; why: */
+  char cache_why[256];
+  uint64_t l1d_reads, l1d_misses, ll_reads, ll_misses;
+} ms_program_counters;
+/* MS_ERR_CHILD when the program cannot be started (the message names it and why). */
+MS_API int ms_counters_run(char *const argv[], int quiet_stdout, ms_program_counters *out);
+
 #ifdef __cplusplus
 }
 #endif

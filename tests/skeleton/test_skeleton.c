@@ -390,8 +390,59 @@ static void bad_input_writes_no_skeleton(void **state) {
   assert_int_equal(test_memsnap_in(dir, "skeleton --slices 1 --ratio 1 -o two.c two.din"), 0);
 }
 
+/* --check: both programs run natively, their exit status and CPU time in the table (spin
+ * busies the CPU for more than a second), and the cache miss ratios where the machine has
+ * counters, else a message that says so and a failing status; a program that cannot be
+ * started, and --check without a program, are errors. */
+static void check_runs_both_under_counters(void **state) {
+  (void)state;
+  char spin[1024], exit3[1024];
+  test_kernel("spin", spin, sizeof spin);
+  test_kernel("exit3", exit3, sizeof exit3);
+  int status = test_memsnap_in(dir, "skeleton --check %s -- %s 1", exit3, spin);
+  char *out = test_read_in(dir, "out"), *err = test_read_in(dir, "err");
+  assert_non_null(out);
+  assert_non_null(err);
+  print_message("%s%s", out, err);
+  int app_exit = -1, skel_exit = -1;
+  double app_cpu = 0, skel_cpu = 0;
+  const char *line = strstr(out, "exit status");
+  assert_non_null(line);
+  assert_int_equal(sscanf(line, "exit status %d %d", &app_exit, &skel_exit), 2);
+  assert_int_equal(app_exit, 0);
+  assert_int_equal(skel_exit, 3);
+  line = strstr(out, "CPU time (s)");
+  assert_non_null(line);
+  assert_int_equal(sscanf(line, "CPU time (s) %lf %lf", &app_cpu, &skel_cpu), 2);
+  assert_true(app_cpu > 0.3 && app_cpu < 30);
+  assert_true(skel_cpu < app_cpu);
+  if (status == 0) { /* a machine with counters: ratios of reads that happened */
+    double a, s;
+    line = strstr(out, "L1D read miss ratio");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "L1D read miss ratio %lf%% %lf%%", &a, &s), 2);
+    assert_true(a >= 0 && a <= 100 && s >= 0 && s <= 100);
+    assert_non_null(strstr(out, "last-level read miss ratio"));
+  } else {
+    assert_int_equal(status, 1);
+    assert_non_null(strstr(out, "not measured"));
+    assert_non_null(strstr(err, "no hardware cache counters here: perf_event_open("));
+    assert_non_null(strstr(err, "memsnap compare"));
+  }
+  free(out), free(err);
+  assert_int_equal(test_memsnap_in(dir, "skeleton --check ./no-such-skeleton -- %s", exit3), 1);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "no-such-skeleton: cannot run it: No such file or directory"));
+  free(err);
+  assert_int_equal(test_memsnap_in(dir, "skeleton --check %s", exit3), 2);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "-- PROGRAM ARGS"));
+  free(err);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(check_runs_both_under_counters),
       cmocka_unit_test(clusters_hold_the_slices_lines),
       cmocka_unit_test(short_slices_become_fewer),
       cmocka_unit_test(table_skeleton_of_a_kernel_issues_its_clusters),
