@@ -2,6 +2,7 @@
  * inter-process compression, scalamemtrace-budanur-mueller-gamblin-2010.txt 2.2-2.3).
  *
  *   memsnap merge app.*.psnap -o app.psnap
+ *   memsnap merge app.%r.psnap -o app.psnap     (ranks 0, 1, ... while the files exist)
  *
  * Each profile's threads are merged (ms_psnap_merge_threads), then the profiles of the
  * ranks in log2(N) pairwise rounds (ms_psnap_merge): the same bytes whatever the order of
@@ -18,9 +19,13 @@
 #include "cli.h"
 #include "memsnap/error.h"
 #include "memsnap/psnap.h"
+#include "rank_files.h"
 
 static void usage(FILE *to) {
   fprintf(to, "usage: memsnap merge [-o OUT.psnap] [-z] [-q] PROFILE...\n"
+              "  A PROFILE holding %%r stands for the files of ranks 0, 1, 2, ... while they\n"
+              "  exist (app.%%r.psnap: the names of thousands of ranks' files overflow the\n"
+              "  command line that mpirun hands on).\n"
               "  Merges the profiles of the ranks of one run (each with its `rank` line, as\n"
               "  memsnap profile writes them under mpirun: app.%%r.psnap), or merged profiles,\n"
               "  into one profile in block form: threads and ranks whose sites and orders are\n"
@@ -87,32 +92,39 @@ int cmd_merge(int argc, char **argv) {
     return 2;
   }
   if (cli_mpi_size() > 1) return exec_over_mpi(argv[0], argc, argv);
-  ms_psnap_profile *profiles = calloc((size_t)inputs.count, sizeof *profiles);
+  char **paths = NULL, why[1024];
+  int count = 0;
+  if (rank_files(inputs.paths, inputs.count, &paths, &count, why, sizeof why) < 0) {
+    cli_error(argv[0], "%s", why);
+    return 1;
+  }
+  ms_psnap_profile *profiles = calloc((size_t)count, sizeof *profiles);
   if (!profiles) {
     cli_error(argv[0], "out of memory");
+    rank_files_free(paths, count);
     return 1;
   }
   int status = 1, loaded = 0;
-  for (int i = 0; i < inputs.count; i++, loaded++) {
-    if (ms_psnap_profile_load(inputs.paths[i], &profiles[i]) < 0) {
+  for (int i = 0; i < count; i++, loaded++) {
+    if (ms_psnap_profile_load(paths[i], &profiles[i]) < 0) {
       cli_fail(argv[0]);
       goto out;
     }
     if (ms_psnap_merge_threads(&profiles[i]) < 0) {
-      cli_error(argv[0], "%s: %s", inputs.paths[i], ms_error_message());
+      cli_error(argv[0], "%s: %s", paths[i], ms_error_message());
       goto out;
     }
-    if (inputs.count > 1 && !profiles[i].blocks && !profiles[i].has_rank) {
+    if (count > 1 && !profiles[i].blocks && !profiles[i].has_rank) {
       cli_error(argv[0],
                 "%s: the profile has no rank (no 'rank' line): profile each rank under mpirun "
                 "(memsnap profile -o app.%%r.psnap) or with --rank R",
-                inputs.paths[i]);
+                paths[i]);
       goto out;
     }
   }
   ms_psnap_profile merged;
   loaded = 0; /* taken over by the merge */
-  if (ms_psnap_merge(profiles, (uint32_t)inputs.count, &merged) < 0) {
+  if (ms_psnap_merge(profiles, (uint32_t)count, &merged) < 0) {
     cli_fail(argv[0]);
     goto out;
   }
@@ -127,13 +139,14 @@ int cmd_merge(int argc, char **argv) {
       fprintf(stderr,
               "memsnap merge: %s: %d profiles, %llu accesses, %u threads of ranks in %u blocks, "
               "%u sites\n",
-              output, inputs.count, (unsigned long long)merged.access_count,
-              merged.info.thread_count, merged.thread_count, merged.site_count);
+              output, count, (unsigned long long)merged.access_count, merged.info.thread_count,
+              merged.thread_count, merged.site_count);
   }
   ms_psnap_profile_free(&merged);
 out:
   for (int i = 0; i < loaded; i++)
     ms_psnap_profile_free(&profiles[i]);
   free(profiles);
+  rank_files_free(paths, count);
   return status;
 }

@@ -1,6 +1,7 @@
 /* memsnap-merge-mpi: `memsnap merge` spread over the processes of an MPI job.
  *
  *   mpirun -n K memsnap merge app.*.psnap -o app.psnap
+ *   mpirun -n K memsnap merge app.%r.psnap -o app.psnap   (every process expands it alike)
  *
  * memsnap merge execs this program when it runs as one of several MPI processes; libmpi
  * stays out of the memsnap program itself. The merge is the serial one's, tree for tree
@@ -23,6 +24,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/psnap.h"
+#include "../rank_files.h"
 
 static int me, processes;
 
@@ -88,9 +90,11 @@ int main(int argc, char **argv) {
     else
       fail("%s", "usage: memsnap merge [-o OUT.psnap] [-z] [-q] PROFILE...");
   }
-  int count = argc - optind;
-  char **paths = argv + optind;
-  if (count < 1) fail("%s", "give the profiles to merge");
+  if (argc - optind < 1) fail("%s", "give the profiles to merge");
+  char **paths = NULL, why[1024];
+  int count = 0;
+  if (rank_files(argv + optind, argc - optind, &paths, &count, why, sizeof why) < 0)
+    fail("%s", why);
 
   /* the ranks of the files, each process reading every K-th header */
   uint32_t *ranks = calloc((size_t)count, sizeof *ranks),
@@ -180,6 +184,7 @@ int main(int argc, char **argv) {
   free(ranks);
   free(mine);
   free(leaves);
+  rank_files_free(paths, count);
   MPI_Finalize();
   /* _exit: Open MPI still holds allocations of its own at exit (ompi_op_base_op_select,
    * the transports': 8 KiB and more per process), which LeakSanitizer reported in the ASan

@@ -130,6 +130,19 @@ static void test_one_trace_per_rank(void **state) {
                           "ring.3.psnap"),
                    0);
   assert_int_equal(test_run("cd '%s' && cmp four.psnap four-mpi.psnap", dir), 0);
+  /* the same four named by a pattern (ranks 0 to 3: ring.4.psnap does not exist), in one
+   * process and over MPI; a pattern without its rank 0 file is an error that names it */
+  assert_int_equal(test_memsnap_in(dir, "merge -q -o four-pattern.psnap 'ring.%%r.psnap'"), 0);
+  assert_int_equal(mpirun("merge -q -o four-pattern-mpi.psnap ring.%r.psnap"), 0);
+  assert_int_equal(test_run("cd '%s' && cmp four.psnap four-pattern.psnap && "
+                            "cmp four.psnap four-pattern-mpi.psnap",
+                            dir),
+                   0);
+  assert_int_equal(test_memsnap_in(dir, "merge -q -o none.psnap 'gone.%%r.psnap'"), 1);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "gone.%r.psnap: no file of rank 0 (gone.0.psnap)"));
+  free(err);
+  assert_int_equal(test_run("cd '%s' && ! test -e none.psnap", dir), 0);
   snprintf(args, sizeof args, "profile -q -o live.%%r.psnap -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);
   assert_int_equal(mpirun(args), 0);
   assert_int_equal(test_run("cd '%s' && grep -qx 'rank 0' live.0.psnap && "
