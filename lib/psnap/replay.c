@@ -462,79 +462,6 @@ static bool beyond_lines(const ms_psnap_site *site, const replay_site *rs, uint6
  * have made it, else the site's first address in that line); 0, the odds chose such a
  * line but none was found (or there are no shared odds); -1, the odds chose a line no
  * access touched within 2^19. */
-/* Whether the thread's access `when` (live: its line's latest touch) gives the site a shared
- * line: 1 with *address set, 0 to look further. */
-static int shared_candidate(const ms_psnap_site *site, const replay_site *rs, const shared_lines *g,
-                            uint32_t id, uint64_t r, int b, uint64_t when,
-                            const uint64_t *histogram, uint64_t *address) {
-  uint64_t a = site->alignment ? site->alignment : 1;
-  uint64_t base = site->first_address - (site->first_address - site->low) / a * a;
-  uint64_t width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
-  uint64_t candidate = g->ring[when % SHARED_RING], line = candidate >> 6;
-  uint64_t from = line << 6, to = from + 63;
-  if (to < site->low || from > site->high) return 0;
-  /* and in a bin of the histogram that the site touches in this eighth of its run (a
-   * range over two arrays, read one after the other, holds lines of the other one) */
-  if (histogram) {
-    uint64_t at = candidate < site->low    ? site->low
-                  : candidate > site->high ? site->high
-                                           : candidate;
-    if (!histogram[(at - site->low) / width]) return 0;
-  }
-  /* a line last touched by a site tied to this one: the address of this site that the
-   * tie stands for (bintree's key load otherwise took the left field's address as its
-   * own, and its tied loads then fell in one line with it more often than the
-   * program's did) */
-  uint32_t maker = g->maker[when % SHARED_RING];
-  if (maker != NO_MAKER && g->sites[maker].tied && g->sites[maker].tie_site == id) {
-    uint64_t own = candidate - (uint64_t)g->sites[maker].tie_delta;
-    if (own >= site->low && own <= site->high && (own - base) % a == 0 &&
-        !beyond_lines(site, rs, own)) {
-      *address = own;
-      return 1;
-    }
-  }
-  /* a line the site never had, once it has had as many as the program's: another draw */
-  if (beyond_lines(site, rs, candidate)) return 0;
-  /* the half touched last, with the program's odds, else the other one (a cache of
-   * 32-byte lines tells them apart) */
-  bool same = mix(r ^ when) % site->shared[b] < site->shared_same[b];
-  if (same && candidate >= site->low && candidate <= site->high && (candidate - base) % a == 0) {
-    *address = candidate;
-    return 1;
-  }
-  uint64_t half = (candidate & 32) ^ (same ? 0 : 32);
-  for (int whole = 0; whole < 2; whole++) { /* the half, else the whole line */
-    uint64_t lo = whole ? from : from + half, hi = whole ? to : from + half + 31;
-    if (lo < base) lo = base;
-    if (hi > site->high) hi = site->high;
-    uint64_t k = lo > base ? (lo - base + a - 1) / a : 0;
-    if (lo > hi || base + k * a > hi) continue;
-    uint64_t count = (hi - (base + k * a)) / a + 1;
-    *address = base + (k + mix(r ^ when ^ 1) % count) * a;
-    return 1;
-  }
-  return 0;
-}
-
-/* A bin of more than SCAN_FROM accesses in which SHARED_TRIES random times found no line
- * is searched along the live bitmap from a random point of the bin: SCAN_WORDS words of 64
- * accesses, SHARED_TRIES live accesses examined at most. The draws alone failed most in the
- * oldest bins, and the site's own model then made a short reuse where the program's was
- * long: with the scan, L2 mean / max over the catalog went from 1.571 / 5.779 to 0.449 /
- * 3.175 on xz, 0.420 / 3.282 to 0.258 / 1.990 on gzip, 1.909 / 8.108 to 1.614 / 6.563 on
- * bintree and 6.556 / 11.573 to 6.369 / 10.627 on sqlite3, but from 2.015 / 5.334 to 2.276
- * / 6.259 on sort (its large run 9.779 / 22.688 to 12.214 / 25.677), and bintree's L1 mean
- * from 0.990 to 1.129 (docs/accuracy.md). Scanning first, without the draws, did as well on
- * xz but moved hashtab's L1 mean from 0.576 to 1.076. */
-#define SCAN_FROM 64
-#define SCAN_WORDS 1024
-
-/* Shared odds: 1, a line of the site's range that the thread last touched 2^b to
- * 2^(b+1) - 1 accesses before (at *address: that access's address when the site could
- * have made it, else the site's first address in that line); 0, the odds chose such a
- * line but none was found (or there are no shared odds); -1, the odds chose a line no
- * access touched within 2^19. */
 static int shared_address(const ms_psnap_site *site, const replay_site *rs, const shared_lines *g,
                           uint32_t id, uint64_t position, uint64_t *address, uint64_t *older) {
   if (!g || !site->shared_accesses) return 0;
@@ -544,41 +471,61 @@ static int shared_address(const ms_psnap_site *site, const replay_site *rs, cons
   while (b < MS_PSNAP_SHARED_BINS && pick >= site->shared[b])
     pick -= site->shared[b++];
   if (b == MS_PSNAP_SHARED_BINS) return -1;
+  uint64_t a = site->alignment ? site->alignment : 1;
+  uint64_t base = site->first_address - (site->first_address - site->low) / a * a;
   uint64_t segment = site->count ? position * MS_PSNAP_SEGMENTS / site->count : 0;
   if (segment >= MS_PSNAP_SEGMENTS) segment = MS_PSNAP_SEGMENTS - 1;
   const uint64_t *histogram = site->histogram ? site->histogram[segment] : NULL;
-  uint64_t span = (uint64_t)1 << b;
-  if (span <= SCAN_FROM) { /* each time of the bin in turn, from a random one */
-    uint64_t offset = mix(r) & (span - 1);
-    for (uint64_t attempt = 0; attempt < span; attempt++) {
-      uint64_t t = span + (offset + attempt) % span;
-      /* live: `latest` holds this access as its line's latest touch */
-      if (t > g->now || !live_at(g, g->now - t)) continue;
-      if (shared_candidate(site, rs, g, id, r, b, g->now - t, histogram, address)) return 1;
+  uint64_t width = (site->high - site->low) / MS_PSNAP_HISTOGRAM_BINS + 1;
+  /* times drawn in the bin (each one in turn when the bin is small) */
+  uint64_t span = (uint64_t)1 << b, offset = mix(r) & (span - 1);
+  for (uint64_t attempt = 0; attempt < (span < SHARED_TRIES ? span : SHARED_TRIES); attempt++) {
+    uint64_t t = span + (span <= 64 ? (offset + attempt) % span : mix(r + attempt) & (span - 1));
+    /* live: `latest` holds this access as its line's latest touch */
+    if (t > g->now || !live_at(g, g->now - t)) continue;
+    uint64_t when = g->now - t, candidate = g->ring[when % SHARED_RING], line = candidate >> 6;
+    uint64_t from = line << 6, to = from + 63;
+    if (to < site->low || from > site->high) continue;
+    /* and in a bin of the histogram that the site touches in this eighth of its run (a
+     * range over two arrays, read one after the other, holds lines of the other one) */
+    if (histogram) {
+      uint64_t at = candidate < site->low    ? site->low
+                    : candidate > site->high ? site->high
+                                             : candidate;
+      if (!histogram[(at - site->low) / width]) continue;
     }
-  } else if (g->now >= span) {
-    /* times drawn at random in the bin, then the live accesses of the bin from a random
-     * one on */
-    for (uint64_t attempt = 0; attempt < SHARED_TRIES; attempt++) {
-      uint64_t t = span + (mix(r + attempt) & (span - 1));
-      if (t > g->now || !live_at(g, g->now - t)) continue;
-      if (shared_candidate(site, rs, g, id, r, b, g->now - t, histogram, address)) return 1;
-    }
-    uint64_t lo = g->now >= 2 * span - 1 ? g->now - (2 * span - 1) : 0, hi = g->now - span;
-    uint64_t start = lo + mix(r) % (hi - lo + 1), examined = 0, words = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      if (pass == 1 && start == lo) break;
-      uint64_t w = pass ? lo : start, end = pass ? start - 1 : hi;
-      while (w <= end && examined < SHARED_TRIES && words < SCAN_WORDS) {
-        uint64_t in_word = 64 - w % 64, bits = g->live[w % SHARED_RING / 64] >> (w % 64);
-        if (end - w + 1 < in_word) bits &= ((uint64_t)1 << (end - w + 1)) - 1;
-        words++;
-        for (; bits && examined < SHARED_TRIES; bits &= bits - 1, examined++)
-          if (shared_candidate(site, rs, g, id, r, b, w + (uint64_t)__builtin_ctzll(bits),
-                               histogram, address))
-            return 1;
-        w += in_word;
+    /* a line last touched by a site tied to this one: the address of this site that the
+     * tie stands for (bintree's key load otherwise took the left field's address as its
+     * own, and its tied loads then fell in one line with it more often than the
+     * program's did) */
+    uint32_t maker = g->maker[when % SHARED_RING];
+    if (maker != NO_MAKER && g->sites[maker].tied && g->sites[maker].tie_site == id) {
+      uint64_t own = candidate - (uint64_t)g->sites[maker].tie_delta;
+      if (own >= site->low && own <= site->high && (own - base) % a == 0 &&
+          !beyond_lines(site, rs, own)) {
+        *address = own;
+        return 1;
       }
+    }
+    /* a line the site never had, once it has had as many as the program's: another draw */
+    if (beyond_lines(site, rs, candidate)) continue;
+    /* the half touched last, with the program's odds, else the other one (a cache of
+     * 32-byte lines tells them apart) */
+    bool same = mix(r ^ when) % site->shared[b] < site->shared_same[b];
+    if (same && candidate >= site->low && candidate <= site->high && (candidate - base) % a == 0) {
+      *address = candidate;
+      return 1;
+    }
+    uint64_t half = (candidate & 32) ^ (same ? 0 : 32);
+    for (int whole = 0; whole < 2; whole++) { /* the half, else the whole line */
+      uint64_t lo = whole ? from : from + half, hi = whole ? to : from + half + 31;
+      if (lo < base) lo = base;
+      if (hi > site->high) hi = site->high;
+      uint64_t k = lo > base ? (lo - base + a - 1) / a : 0;
+      if (lo > hi || base + k * a > hi) continue;
+      uint64_t count = (hi - (base + k * a)) / a + 1;
+      *address = base + (k + mix(r ^ when ^ 1) % count) * a;
+      return 1;
     }
   }
   /* none found (the lines last touched that long ago are rare, most have been touched
