@@ -107,11 +107,9 @@ static double ratio_percent(uint64_t misses, uint64_t reads) {
 }
 
 /* --check: the skeleton and the program under the counters, one run each. */
-static int check_skeleton(const char *command, const char *skeleton, int program_argc,
-                          char **program_argv) {
+static int check_skeleton(const char *command, const char *skeleton, char **program_argv) {
   ms_program_counters app, skel;
   char *skeleton_argv[] = {(char *)skeleton, NULL};
-  (void)program_argc;
   if (ms_counters_run(program_argv, 1, &app) < 0 || ms_counters_run(skeleton_argv, 1, &skel) < 0) {
     cli_fail(command);
     return 1;
@@ -229,7 +227,7 @@ int cmd_skeleton(int argc, char **argv) {
       cli_error(argv[0], "--check runs programs and writes no C: no -o or --scale with it");
       return 2;
     }
-    return check_skeleton(argv[0], check, inputs.program_argc, inputs.program_argv);
+    return check_skeleton(argv[0], check, inputs.program_argv);
   }
   if (inputs.count + (inputs.program_argc > 0) != 1) {
     cli_error(argv[0], "give one input: a trace or -- PROGRAM ARGS");

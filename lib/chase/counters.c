@@ -18,7 +18,10 @@
 #include "memsnap/chase.h"
 #include "memsnap/error.h"
 
-static int open_event(uint32_t type, uint64_t config) {
+/* A user-space counter, disabled: of this thread (pid 0), or of process `pid` between its
+ * fork and its exec, then enabled by the exec, inherited by its threads and children, and
+ * read with the times it ran (for scaling). */
+static int open_event(uint32_t type, uint64_t config, pid_t pid) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -27,11 +30,17 @@ static int open_event(uint32_t type, uint64_t config) {
   attr.disabled = 1;
   attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
-  return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  if (pid) {
+    attr.enable_on_exec = 1;
+    attr.inherit = 1;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  }
+  return (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, 0);
 }
 
-#define CACHE_READ_MISS(cache)                                                                     \
-  ((cache) | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16))
+#define CACHE_READ(cache, result)                                                                  \
+  ((cache) | (PERF_COUNT_HW_CACHE_OP_READ << 8) | ((uint64_t)(result) << 16))
+#define CACHE_READ_MISS(cache) CACHE_READ(cache, PERF_COUNT_HW_CACHE_RESULT_MISS)
 
 int ms_counters_open(ms_counters *counters) {
   static const struct {
@@ -46,7 +55,7 @@ int ms_counters_open(ms_counters *counters) {
   };
   memset(counters, 0, sizeof *counters);
   for (int i = 0; i < 4; i++) {
-    int fd = open_event(events[i].type, events[i].config);
+    int fd = open_event(events[i].type, events[i].config, 0);
     if (fd < 0) {
       int error = errno;
       ms_counters_close(counters);
@@ -87,32 +96,12 @@ void ms_counters_close(ms_counters *counters) {
 
 /* ---- one run of a program ---- */
 
-/* A counter of another process (the child between fork and exec): enabled by its exec,
- * inherited by its threads and children, with the times it ran for scaling. */
-static int open_child_event(pid_t pid, uint32_t type, uint64_t config) {
-  struct perf_event_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.size = sizeof attr;
-  attr.type = type;
-  attr.config = config;
-  attr.disabled = 1;
-  attr.enable_on_exec = 1;
-  attr.inherit = 1;
-  attr.exclude_kernel = 1;
-  attr.exclude_hv = 1;
-  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-  return (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, 0);
-}
-
 /* The count, scaled by enabled / running time when the kernel multiplexed the counter. */
 static uint64_t read_scaled(int fd) {
   uint64_t v[3] = {0, 0, 0};
   if (read(fd, v, sizeof v) != (ssize_t)sizeof v || !v[2]) return 0;
   return v[2] < v[1] ? (uint64_t)((double)v[0] * (double)v[1] / (double)v[2]) : v[0];
 }
-
-#define CACHE_READ(cache, result)                                                                  \
-  ((cache) | (PERF_COUNT_HW_CACHE_OP_READ << 8) | ((uint64_t)(result) << 16))
 
 int ms_counters_run(char *const argv[], int quiet_stdout, ms_program_counters *out) {
   memset(out, 0, sizeof *out);
@@ -158,7 +147,7 @@ int ms_counters_run(char *const argv[], int quiet_stdout, ms_program_counters *o
   int fds[4] = {-1, -1, -1, -1};
   out->have_cache = 1;
   for (int i = 0; i < 4 && out->have_cache; i++)
-    if ((fds[i] = open_child_event(pid, PERF_TYPE_HW_CACHE, events[i].config)) < 0) {
+    if ((fds[i] = open_event(PERF_TYPE_HW_CACHE, events[i].config, pid)) < 0) {
       int error = errno;
       out->have_cache = 0;
       snprintf(out->cache_why, sizeof out->cache_why, "perf_event_open(%s): %s%s", events[i].name,

@@ -102,7 +102,8 @@ typedef struct first_touches {
   uint64_t chunk_length;
   /* next: first touches of the line after the previous first touch (last_first, + 1) */
   uint64_t lines[TOUCH_CHUNKS], next, last_first;
-  uint64_t distinct; /* lines the site touched since it went over its cap */
+  uint64_t distinct; /* lines the site touched, its whole run (seed_lines at its cap, then
+                        count_reuse) */
 } first_touches;
 
 typedef struct site_state {
