@@ -18,7 +18,8 @@ static inline void rank_files_free(char **paths, int count) {
 
 /* The paths of `inputs` (n of them), each one holding %r replaced by its ranks' files, in
  * *paths (all malloc'ed: rank_files_free) and *count. Returns 0, or -1 with `why` filled
- * (out of memory; a pattern without its rank 0 file). */
+ * (out of memory; a pattern without its rank 0 file, or with a rank missing before one that
+ * exists: a merge of part of the ranks would say nothing of the others). */
 static inline int rank_files(char *const *inputs, int n, char ***paths, int *count, char *why,
                              size_t why_size) {
   int capacity = n > 0 ? n : 1, used = 0;
@@ -35,9 +36,22 @@ static inline int rank_files(char *const *inputs, int n, char ***paths, int *cou
       else
         memcpy(path, inputs[i], strlen(inputs[i]) + 1);
       if (at && access(path, F_OK) != 0) {
-        if (rank == 0) snprintf(why, why_size, "%s: no file of rank 0 (%s)", inputs[i], path);
+        /* the end of the ranks, unless the next one exists: a file missing among them */
+        char *next = malloc(size);
+        if (!next) {
+          free(path);
+          goto nomem;
+        }
+        snprintf(next, size, "%.*s%lu%s", (int)(at - inputs[i]), inputs[i], rank + 1, at + 2);
+        int gap = rank > 0 && access(next, F_OK) == 0;
+        if (rank == 0)
+          snprintf(why, why_size, "%s: no file of rank 0 (%s)", inputs[i], path);
+        else if (gap)
+          snprintf(why, why_size, "%s: no file of rank %lu (%s), but %s exists", inputs[i], rank,
+                   path, next);
         free(path);
-        if (rank == 0) goto fail;
+        free(next);
+        if (rank == 0 || gap) goto fail;
         break;
       }
       if (used == capacity) {

@@ -143,6 +143,13 @@ static void test_one_trace_per_rank(void **state) {
   assert_non_null(strstr(err, "gone.%r.psnap: no file of rank 0 (gone.0.psnap)"));
   free(err);
   assert_int_equal(test_run("cd '%s' && ! test -e none.psnap", dir), 0);
+  /* a rank missing among them (ring.4.psnap, while ring.5.psnap exists): an error naming it */
+  assert_int_equal(test_run("cd '%s' && cp ring.1.psnap ring.5.psnap", dir), 0);
+  assert_int_equal(test_memsnap_in(dir, "merge -q -o gap.psnap 'ring.%%r.psnap'"), 1);
+  err = test_read_in(dir, "err");
+  assert_non_null(strstr(err, "no file of rank 4 (ring.4.psnap), but ring.5.psnap exists"));
+  free(err);
+  assert_int_equal(test_run("cd '%s' && ! test -e gap.psnap && rm ring.5.psnap", dir), 0);
   snprintf(args, sizeof args, "profile -q -o live.%%r.psnap -- '%s' 100", MEMSNAP_KERNEL_MPI_RING);
   assert_int_equal(mpirun(args), 0);
   assert_int_equal(test_run("cd '%s' && grep -qx 'rank 0' live.0.psnap && "
